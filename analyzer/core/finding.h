@@ -1,0 +1,51 @@
+// What an analysis produces: findings and per-file errors. One schema for every
+// frontend (Python, CUDA) and every output (text, JSON, editors).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/source.h"
+
+namespace mlsem {
+
+// One element of a pattern, found or not. Confidence is derived from these.
+struct Evidence {
+  std::string text;     // "softmax over the last dim" / "no 1/sqrt(d) scale found"
+  bool present = true;  // false: an optional element the pattern looked for and did not find
+  double weight = 0.0;  // contribution to confidence when present (may be negative: counter-evidence)
+  Range range;          // where it was seen (invalid when absent)
+};
+
+struct Finding {
+  std::string rule;       // stable code, e.g. "ATT001"
+  std::string rule_name;  // slug, e.g. "hand-written-attention"
+  std::string concept_id; // concept hierarchy id, e.g. "scaled-dot-product-attention"
+  std::string severity;   // "error" | "warning" | "info"
+  std::string message;
+  std::string path;
+  Range range;            // the primary location
+  std::string function;   // enclosing function, qualified ("CausalSelfAttention.forward")
+  double confidence = 0.0;
+  std::vector<Evidence> evidence;
+  std::string fix;
+  std::optional<std::string> kernel;  // a kernels/ path, e.g. "kernels/attention_fwd"
+  std::string measured;   // "fused: 3.1x faster than the eager form on NVIDIA H100 at ..." or ""
+};
+
+// A file that could not be (fully) analyzed: unreadable, binary, syntax error, ...
+struct FileError {
+  std::string path;
+  std::string message;
+  uint32_t line = 0;  // 0 when the error has no position
+  uint32_t column = 0;
+};
+
+struct Report {
+  std::vector<Finding> findings;  // sorted by path, line, column, rule
+  std::vector<FileError> errors;  // sorted by path, line
+  size_t files_analyzed = 0;
+};
+
+}  // namespace mlsem

@@ -1,0 +1,83 @@
+// The concept-mapping engine: loads concepts/, patterns/ and rules/ (TOML data),
+// matches patterns over the IR, scores the evidence and produces findings.
+// It does no file IO after loading and is safe to share between threads.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/finding.h"
+#include "ir/ir.h"
+
+namespace mlsem {
+
+struct Concept {
+  std::string id;                       // "scaled-dot-product-attention"
+  std::string name;                     // "Scaled dot-product attention"
+  std::vector<std::string> parents;     // is-a edges (a DAG)
+  std::vector<std::string> requires_;   // prerequisite edges (learning paths)
+  std::string summary;
+  std::vector<std::string> kernels;     // kernels/ names that teach it
+  std::vector<std::string> reading;     // titles or URLs
+  std::string file;                     // where it was defined
+  uint32_t line = 0;
+};
+
+struct RuleDocs {
+  std::string summary, why, example, fixed_example;
+};
+
+struct Rule {
+  std::string id;         // "ATT001"
+  std::string name;       // "hand-written-attention"
+  std::string status;     // "stable" | "preview"
+  std::string language;   // "python" | "cuda"
+  std::string concept_id;
+  std::string severity;   // "error" | "warning" | "info"
+  std::vector<std::string> patterns;  // pattern ids
+  std::string message;
+  std::string fix;
+  std::optional<std::string> kernel;  // "kernels/attention_fwd"
+  RuleDocs docs;
+  std::string file;
+  uint32_t line = 0;
+};
+
+class CompiledPatterns;  // engine/pattern.h
+
+class Engine {
+ public:
+  // Loads and validates every *.toml under data_dir/{concepts,patterns,rules}.
+  // Each problem is appended to `errors` naming the file and line; returns nullopt
+  // if any file failed (a partial rule set would silently drop findings).
+  static std::optional<Engine> load(const std::filesystem::path& data_dir,
+                                    std::vector<FileError>& errors);
+
+  // All findings for one module, deduplicated, sorted, suppressions applied.
+  std::vector<Finding> analyze(const ir::Module& module) const;
+
+  const std::vector<Rule>& rules() const { return rules_; }
+  const Rule* rule(std::string_view id_or_name) const;
+  const std::vector<Concept>& concepts() const { return concepts_; }
+  const Concept* concept_by_id(std::string_view id) const;
+
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+  ~Engine();
+
+ private:
+  Engine();
+  std::vector<Rule> rules_;
+  std::vector<Concept> concepts_;
+  std::unique_ptr<CompiledPatterns> patterns_;
+};
+
+// Where the data directories are: $MLSEM_DATA, then beside the executable
+// (../share/mlsem, then the source tree it was built from).
+std::filesystem::path find_data_dir(const char* argv0);
+
+}  // namespace mlsem

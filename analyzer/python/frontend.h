@@ -1,0 +1,13 @@
+// Python frontend: tree-sitter-python parse tree -> semantic IR (docs/IR.md).
+#pragma once
+
+#include "core/source.h"
+#include "ir/ir.h"
+
+namespace mlsem::python {
+
+// Builds the IR of every function (and method) in the file. Never throws on bad
+// input: syntax errors become diagnostics and the recovered tree is still analyzed.
+ir::Module build_ir(const SourceFile& file);
+
+}  // namespace mlsem::python

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what mlsem needs on Debian 12 (run as root): compilers and libraries from
+# Debian's packages, the tree-sitter C sources from the npm registry. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(g++ cmake ninja-build pkg-config git
+      nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
+      clang-22 libclang-cpp22-dev libclang-22-dev llvm-22-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js may come from another repository that bundles npm: ask for the command.
+command -v npm >/dev/null || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# node_modules/.mlsem-lock records the lock file it was installed from.
+if ! cmp -s package-lock.json node_modules/.mlsem-lock 2>/dev/null; then
+  echo "setup: npm ci (tree-sitter, tree-sitter-python)"
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+  cp package-lock.json node_modules/.mlsem-lock
+fi
