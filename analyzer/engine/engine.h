@@ -42,6 +42,7 @@ struct Rule {
   std::string message;
   std::string fix;
   std::optional<std::string> kernel;  // "kernels/attention_fwd"
+  std::vector<std::string> supersedes;  // rule ids whose overlapping findings this one replaces
   RuleDocs docs;
   std::string file;
   uint32_t line = 0;

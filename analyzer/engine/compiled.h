@@ -1,0 +1,48 @@
+// The engine's loaded form of patterns/: patterns parsed, validated and indexed by
+// the op their root can match, so analysis visits each IR node once.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/pattern.h"
+
+namespace mlsem {
+
+struct EvidenceSpec {
+  std::string label;                 // "" = the match's root
+  std::vector<Predicate> check;      // must hold on the labelled node
+  std::optional<RegionSpec> inside;  // and the node must sit in such a region
+  double weight = 0;
+  std::string present;
+  std::string absent;
+};
+
+struct CompiledPattern {
+  std::string id;
+  std::string language;
+  std::string file;
+  uint32_t line = 0;
+  PatternTerm term;
+  double base = 0.5;
+  std::string focus;  // label whose range is the finding's range; "" = union of matched nodes
+  std::optional<RegionSpec> inside;
+  std::optional<RegionSpec> not_inside;
+  std::vector<EvidenceSpec> evidence;
+};
+
+class CompiledPatterns {
+ public:
+  std::vector<CompiledPattern> patterns;
+  std::set<std::string> commutative_ops;
+  // Pattern indices by the op at their root; patterns whose root is any op are in any_root.
+  std::unordered_map<std::string, std::vector<size_t>> by_root_op;
+  std::vector<size_t> any_root;
+  // For each pattern, the indices (into Engine::rules()) of the rules that use it.
+  std::vector<std::vector<size_t>> rules_of_pattern;
+};
+
+}  // namespace mlsem

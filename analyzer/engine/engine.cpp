@@ -1,0 +1,201 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/compiled.h"
+#include "engine/matcher.h"
+
+namespace fs = std::filesystem;
+
+namespace mlsem {
+
+bool load_engine_data(const fs::path& data_dir, std::vector<Rule>& rules, std::vector<Concept>& concepts,
+                      CompiledPatterns& patterns, std::vector<FileError>& errors);
+
+namespace {
+
+using ByteSpan = std::pair<uint32_t, uint32_t>;
+
+// A finding before deduplication, with the source spans of every node it matched
+// (spans rather than node ids: inlined helpers put one node in several functions).
+struct Candidate {
+  Finding finding;
+  size_t rule_index = 0;
+  std::vector<ByteSpan> spans;
+};
+
+bool contains(const Range& outer, const Range& inner) {
+  return outer.begin_byte <= inner.begin_byte && inner.end_byte <= outer.end_byte;
+}
+
+Range merge(Range a, const Range& b) {
+  if (!a.valid()) return b;
+  if (!b.valid()) return a;
+  if (b.begin_byte < a.begin_byte) {
+    a.begin = b.begin;
+    a.begin_byte = b.begin_byte;
+  }
+  if (b.end_byte > a.end_byte) {
+    a.end = b.end;
+    a.end_byte = b.end_byte;
+  }
+  return a;
+}
+
+bool overlaps(const std::vector<ByteSpan>& a, const std::vector<ByteSpan>& b) {
+  for (const auto& x : a)
+    if (std::binary_search(b.begin(), b.end(), x)) return true;
+  return false;
+}
+
+bool subset(const std::vector<ByteSpan>& small, const std::vector<ByteSpan>& big) {
+  return small.size() < big.size() && std::includes(big.begin(), big.end(), small.begin(), small.end());
+}
+
+// Confidence from evidence: base plus the weight of each item that is present.
+void score(const CompiledPattern& p, const FunctionView& view, const Match& m, Finding& f) {
+  double confidence = p.base;
+  for (const EvidenceSpec& spec : p.evidence) {
+    ir::NodeId n = spec.label.empty() ? m.root : m.label(spec.label);
+    bool present = n != ir::kNoNode;
+    if (present && !spec.check.empty()) {
+      std::map<std::string, ir::Attr> computed{{"users", static_cast<int64_t>(view.users(n))}};
+      present = eval_predicates(spec.check, view.node(n).attrs, &computed);
+    }
+    if (present && spec.inside) present = view.inside(view.node(n).region, *spec.inside);
+    if (present) confidence += spec.weight;
+    // Counter-evidence that is absent says nothing worth printing.
+    if (!present && spec.weight < 0) continue;
+    Evidence e;
+    e.text = present || spec.absent.empty() ? spec.present : spec.absent;
+    e.present = present;
+    e.weight = spec.weight;
+    if (present) e.range = view.node(n).range;
+    f.evidence.push_back(std::move(e));
+  }
+  f.confidence = std::clamp(std::round(confidence * 100) / 100, 0.0, 1.0);
+}
+
+bool suppressed(const ir::Module& module, const Finding& f) {
+  if (module.suppressions.empty()) return false;
+  for (uint32_t line = f.range.begin.line; line <= f.range.end.line; ++line) {
+    auto it = module.suppressions.find(line);
+    if (it == module.suppressions.end()) continue;
+    const auto& ids = it->second;
+    if (ids.empty() || std::find(ids.begin(), ids.end(), f.rule) != ids.end() ||
+        std::find(ids.begin(), ids.end(), f.rule_name) != ids.end())
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Engine::Engine() : patterns_(std::make_unique<CompiledPatterns>()) {}
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() = default;
+
+std::optional<Engine> Engine::load(const fs::path& data_dir, std::vector<FileError>& errors) {
+  Engine engine;
+  if (!load_engine_data(data_dir, engine.rules_, engine.concepts_, *engine.patterns_, errors)) return std::nullopt;
+  return engine;
+}
+
+const Rule* Engine::rule(std::string_view id_or_name) const {
+  for (const auto& r : rules_)
+    if (r.id == id_or_name || r.name == id_or_name) return &r;
+  return nullptr;
+}
+
+const Concept* Engine::concept_by_id(std::string_view id) const {
+  for (const auto& c : concepts_)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+std::vector<Finding> Engine::analyze(const ir::Module& module) const {
+  std::vector<Candidate> candidates;
+  const CompiledPatterns& cp = *patterns_;
+  for (const ir::Function& fn : module.functions) {
+    FunctionView view(fn);
+    for (ir::NodeId n = 0; n < fn.nodes.size(); ++n) {
+      const ir::Node& node = fn.nodes[n];
+      auto try_pattern = [&](size_t pi) {
+        const CompiledPattern& p = cp.patterns[pi];
+        if (p.language != module.language) return;
+        if (p.inside && !view.inside(node.region, *p.inside)) return;
+        if (p.not_inside && view.inside(node.region, *p.not_inside)) return;
+        std::optional<Match> m = match_at(p.term, view, n, cp.commutative_ops);
+        if (!m) return;
+        Candidate c;
+        ir::NodeId focus = p.focus.empty() ? ir::kNoNode : m->label(p.focus);
+        for (ir::NodeId id : m->nodes) {
+          const Range& r = fn.nodes[id].range;
+          c.spans.emplace_back(r.begin_byte, r.end_byte);
+          // The location is what this function's own text shows: inlined helper
+          // nodes count only when the whole match lies in the helper.
+          if (focus == ir::kNoNode && (!fn.range.valid() || contains(fn.range, r)))
+            c.finding.range = merge(c.finding.range, r);
+        }
+        if (focus != ir::kNoNode) c.finding.range = fn.nodes[focus].range;
+        if (!c.finding.range.valid()) c.finding.range = node.range;
+        std::sort(c.spans.begin(), c.spans.end());
+        c.spans.erase(std::unique(c.spans.begin(), c.spans.end()), c.spans.end());
+        c.finding.path = module.path;
+        c.finding.function = fn.name;
+        score(p, view, *m, c.finding);
+        for (size_t ri : cp.rules_of_pattern[pi]) {
+          Candidate rc = c;
+          const Rule& rule = rules_[ri];
+          rc.rule_index = ri;
+          rc.finding.rule = rule.id;
+          rc.finding.rule_name = rule.name;
+          rc.finding.concept_id = rule.concept_id;
+          rc.finding.severity = rule.severity;
+          rc.finding.message = rule.message;
+          rc.finding.fix = rule.fix;
+          rc.finding.kernel = rule.kernel;
+          candidates.push_back(std::move(rc));
+        }
+      };
+      if (auto it = cp.by_root_op.find(node.op); it != cp.by_root_op.end())
+        for (size_t pi : it->second) try_pattern(pi);
+      for (size_t pi : cp.any_root) try_pattern(pi);
+    }
+  }
+
+  // Deduplicate: one finding per rule and location (the most confident), none whose
+  // matched nodes are a strict subset of another's of the same rule, and none
+  // overlapping a finding of a rule that supersedes its rule.
+  std::vector<bool> dropped(candidates.size(), false);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    for (size_t j = 0; j < candidates.size() && !dropped[i]; ++j) {
+      if (i == j || dropped[j]) continue;
+      const Candidate& a = candidates[i];
+      const Candidate& b = candidates[j];
+      if (a.rule_index == b.rule_index) {
+        bool same_place = a.finding.range == b.finding.range;
+        if ((same_place && (b.finding.confidence > a.finding.confidence ||
+                            (b.finding.confidence == a.finding.confidence && j < i))) ||
+            subset(a.spans, b.spans))
+          dropped[i] = true;
+      } else {
+        const auto& sup = rules_[b.rule_index].supersedes;
+        if (std::find(sup.begin(), sup.end(), a.finding.rule) != sup.end() && overlaps(a.spans, b.spans))
+          dropped[i] = true;
+      }
+    }
+  }
+  std::vector<Finding> out;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (!dropped[i] && !suppressed(module, candidates[i].finding)) out.push_back(std::move(candidates[i].finding));
+  std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.range.begin.line, a.range.begin.column, a.rule) <
+           std::tie(b.range.begin.line, b.range.begin.column, b.rule);
+  });
+  return out;
+}
+
+}  // namespace mlsem

@@ -1,0 +1,201 @@
+#include "engine/matcher.h"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace mlsem {
+namespace {
+
+// A non-owning reference to a `bool()` callable: continuations are built on the
+// stack at every step, so std::function's allocations would dominate.
+class Continuation {
+ public:
+  template <class F>
+  Continuation(const F& f) : obj_(&f), call_([](const void* o) { return (*static_cast<const F*>(o))(); }) {}
+  bool operator()() const { return call_(obj_); }
+
+ private:
+  const void* obj_;
+  bool (*call_)(const void*);
+};
+
+// Deep patterns look this far down the operand graph.
+constexpr int kDeepLimit = 12;
+// A pathological pattern/graph pair gives up rather than take exponential time.
+constexpr long kStepBudget = 200000;
+
+class Matcher {
+ public:
+  Matcher(const FunctionView& view, const std::set<std::string>& commutative)
+      : view_(view), commutative_(commutative) {}
+
+  std::optional<Match> run(const PatternTerm& t, ir::NodeId root) {
+    Match found;
+    bool ok = match(t, root, [&] {
+      found.labels.assign(labels_.begin(), labels_.end());
+      found.nodes = matched_;
+      return true;
+    });
+    if (!ok) return std::nullopt;
+    found.root = root;
+    return found;
+  }
+
+ private:
+  const FunctionView& view_;
+  const std::set<std::string>& commutative_;
+  std::vector<std::pair<std::string, ir::NodeId>> labels_;
+  std::vector<std::pair<std::string, ir::NodeId>> vars_;
+  std::vector<ir::NodeId> matched_;
+  long steps_ = 0;
+
+  bool valid(ir::NodeId n) const { return n < view_.fn().nodes.size(); }
+
+  // Binds `label` to n for the duration of k().
+  bool with_label(const std::string& label, ir::NodeId n, Continuation k) {
+    if (label.empty()) return k();
+    labels_.emplace_back(label, n);
+    if (k()) return true;
+    labels_.pop_back();
+    return false;
+  }
+
+  bool match(const PatternTerm& t, ir::NodeId n, Continuation k) {
+    if (!valid(n) || ++steps_ > kStepBudget) return false;
+    switch (t.kind) {
+      case PatternTerm::Kind::kAny: return with_label(t.label, n, k);
+      case PatternTerm::Kind::kVar: {
+        for (const auto& [name, bound] : vars_)
+          if (name == t.var) return bound == n && with_label(t.label, n, k);
+        vars_.emplace_back(t.var, n);
+        if (with_label(t.label, n, k)) return true;
+        vars_.pop_back();
+        return false;
+      }
+      case PatternTerm::Kind::kAlt:
+        for (const auto& c : t.children) {
+          auto bound_then_k = [&] { return with_label(t.label, n, k); };
+          if (match(c, n, bound_then_k)) return true;
+        }
+        return false;
+      case PatternTerm::Kind::kDeep: return match_deep(t, n, k);
+      case PatternTerm::Kind::kOp:
+        if (match_op(t, n, k)) return true;
+        // An absent optional step: its first argument stands in its place.
+        return t.optional && match(t.args.front(), n, k);
+    }
+    return false;
+  }
+
+  bool match_deep(const PatternTerm& t, ir::NodeId start, Continuation k) {
+    // Breadth-first over operands, so the nearest match is tried first.
+    std::vector<ir::NodeId> frontier{start}, seen{start};
+    for (int depth = 0; depth <= kDeepLimit && !frontier.empty(); ++depth) {
+      std::vector<ir::NodeId> next;
+      for (ir::NodeId n : frontier) {
+        auto bound_then_k = [&] { return with_label(t.label, n, k); };
+        if (match(t.children.front(), n, bound_then_k)) return true;
+        for (ir::NodeId in : view_.node(n).inputs) {
+          if (valid(in) && std::find(seen.begin(), seen.end(), in) == seen.end()) {
+            seen.push_back(in);
+            next.push_back(in);
+          }
+        }
+      }
+      frontier = std::move(next);
+    }
+    return false;
+  }
+
+  bool op_matches(const PatternTerm& t, ir::NodeId n) const {
+    const ir::Node& node = view_.node(n);
+    if (std::find(t.ops.begin(), t.ops.end(), node.op) == t.ops.end()) return false;
+    if (t.preds.empty()) return true;
+    std::map<std::string, ir::Attr> computed{{"users", static_cast<int64_t>(view_.users(n))},
+                                             {"inputs", static_cast<int64_t>(node.inputs.size())}};
+    return eval_predicates(t.preds, node.attrs, &computed);
+  }
+
+  bool match_op(const PatternTerm& t, ir::NodeId n, Continuation k) {
+    if (!op_matches(t, n)) return false;
+    size_t mark = matched_.size();
+    if (t.min_chain > 0) {
+      collect_chain(t, n);
+      if (matched_.size() - mark >= static_cast<size_t>(t.min_chain) && with_label(t.label, n, k)) return true;
+      matched_.resize(mark);
+      return false;
+    }
+    matched_.push_back(n);
+    auto rest = [&] { return with_label(t.label, n, k); };
+    bool ok = !t.has_args ? rest() : match_args(t, view_.node(n), rest);
+    if (!ok) matched_.resize(mark);
+    return ok;
+  }
+
+  // The fused region below n: n and, recursively, operands of the same op set
+  // whose only user is inside the region (so fusing them materializes nothing).
+  void collect_chain(const PatternTerm& t, ir::NodeId n) {
+    matched_.push_back(n);
+    for (ir::NodeId in : view_.node(n).inputs) {
+      if (valid(in) && in < n && view_.users(in) == 1 && op_matches(t, in) &&
+          std::find(matched_.begin(), matched_.end(), in) == matched_.end())
+        collect_chain(t, in);
+    }
+  }
+
+  bool match_args(const PatternTerm& t, const ir::Node& node, Continuation k) {
+    const auto& in = node.inputs;
+    if (t.rest ? in.size() < t.args.size() : in.size() != t.args.size()) return false;
+    if (commutative_.count(node.op)) {
+      std::vector<bool> used(in.size(), false);
+      return match_unordered(t.args, in, used, 0, k);
+    }
+    return match_ordered(t.args, in, 0, k);
+  }
+
+  bool match_ordered(const std::vector<PatternTerm>& args, const std::vector<ir::NodeId>& in, size_t i,
+                     Continuation k) {
+    if (i == args.size()) return k();
+    auto next = [&] { return match_ordered(args, in, i + 1, k); };
+    return match(args[i], in[i], next);
+  }
+
+  bool match_unordered(const std::vector<PatternTerm>& args, const std::vector<ir::NodeId>& in,
+                       std::vector<bool>& used, size_t i, Continuation k) {
+    if (i == args.size()) return k();
+    for (size_t j = 0; j < in.size(); ++j) {
+      if (used[j]) continue;
+      used[j] = true;
+      auto next = [&] { return match_unordered(args, in, used, i + 1, k); };
+      if (match(args[i], in[j], next)) return true;
+      used[j] = false;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.size(), 0) {
+  for (const auto& node : fn.nodes)
+    for (ir::NodeId in : node.inputs)
+      if (in < users_.size()) ++users_[in];
+}
+
+bool FunctionView::inside(uint32_t region, const RegionSpec& spec) const {
+  // Regions form a tree rooted at 0; walk up, bounded by the region count.
+  for (size_t hops = 0; region < fn_.regions.size() && hops <= fn_.regions.size(); ++hops) {
+    const ir::Region& r = fn_.regions[region];
+    if (r.kind == spec.kind && eval_predicates(spec.preds, r.attrs)) return true;
+    if (region == 0 || r.parent == region) break;
+    region = r.parent;
+  }
+  return false;
+}
+
+std::optional<Match> match_at(const PatternTerm& term, const FunctionView& view, ir::NodeId root,
+                              const std::set<std::string>& commutative_ops) {
+  return Matcher(view, commutative_ops).run(term, root);
+}
+
+}  // namespace mlsem

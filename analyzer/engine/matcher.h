@@ -1,0 +1,48 @@
+// Matches one pattern term at one IR node, with backtracking over optional steps,
+// alternatives, commutative operands and variable bindings.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/pattern.h"
+#include "ir/ir.h"
+
+namespace mlsem {
+
+// A function plus the derived facts the matcher needs (how many users each node has).
+class FunctionView {
+ public:
+  explicit FunctionView(const ir::Function& fn);
+  const ir::Function& fn() const { return fn_; }
+  const ir::Node& node(ir::NodeId id) const { return fn_.nodes[id]; }
+  uint32_t users(ir::NodeId id) const { return users_[id]; }
+  // Is `region` or any region enclosing it of this kind with these attributes?
+  bool inside(uint32_t region, const RegionSpec& spec) const;
+
+ private:
+  const ir::Function& fn_;
+  std::vector<uint32_t> users_;
+};
+
+struct Match {
+  std::vector<std::pair<std::string, ir::NodeId>> labels;  // label -> node it matched
+  std::vector<ir::NodeId> nodes;                           // every node an op term matched
+  ir::NodeId root = ir::kNoNode;
+
+  ir::NodeId label(std::string_view name) const {
+    for (const auto& [l, n] : labels)
+      if (l == name) return n;
+    return ir::kNoNode;
+  }
+};
+
+// The first match of `term` rooted at `root` (optional steps are tried present first,
+// so the first match is the most complete one), or nullopt.
+std::optional<Match> match_at(const PatternTerm& term, const FunctionView& view, ir::NodeId root,
+                              const std::set<std::string>& commutative_ops);
+
+}  // namespace mlsem
