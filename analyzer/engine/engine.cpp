@@ -60,7 +60,7 @@ void score(const CompiledPattern& p, const FunctionView& view, const Match& m, F
     ir::NodeId n = spec.label.empty() ? m.root : m.label(spec.label);
     bool present = n != ir::kNoNode;
     if (present && !spec.check.empty()) {
-      std::map<std::string, ir::Attr> computed{{"users", static_cast<int64_t>(view.users(n))}};
+      auto computed = view.computed_attrs(n);
       present = eval_predicates(spec.check, view.node(n).attrs, &computed);
     }
     if (present && spec.inside) present = view.inside(view.node(n).region, *spec.inside);

@@ -111,8 +111,7 @@ class Matcher {
     const ir::Node& node = view_.node(n);
     if (std::find(t.ops.begin(), t.ops.end(), node.op) == t.ops.end()) return false;
     if (t.preds.empty()) return true;
-    std::map<std::string, ir::Attr> computed{{"users", static_cast<int64_t>(view_.users(n))},
-                                             {"inputs", static_cast<int64_t>(node.inputs.size())}};
+    auto computed = view_.computed_attrs(n);
     return eval_predicates(t.preds, node.attrs, &computed);
   }
 
@@ -180,6 +179,13 @@ FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.si
   for (const auto& node : fn.nodes)
     for (ir::NodeId in : node.inputs)
       if (in < users_.size()) ++users_[in];
+}
+
+std::map<std::string, ir::Attr> FunctionView::computed_attrs(ir::NodeId id) const {
+  const ir::Node& n = fn_.nodes[id];
+  return {{"op", n.op},
+          {"users", static_cast<int64_t>(users_[id])},
+          {"inputs", static_cast<int64_t>(n.inputs.size())}};
 }
 
 bool FunctionView::inside(uint32_t region, const RegionSpec& spec) const {

@@ -20,6 +20,9 @@ class FunctionView {
   const ir::Function& fn() const { return fn_; }
   const ir::Node& node(ir::NodeId id) const { return fn_.nodes[id]; }
   uint32_t users(ir::NodeId id) const { return users_[id]; }
+  // Attributes derived from the graph, usable in predicates like stored ones:
+  // "op" (the node's op), "users" (how many nodes use it), "inputs" (its operand count).
+  std::map<std::string, ir::Attr> computed_attrs(ir::NodeId id) const;
   // Is `region` or any region enclosing it of this kind with these attributes?
   bool inside(uint32_t region, const RegionSpec& spec) const;
 
