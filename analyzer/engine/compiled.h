@@ -14,6 +14,7 @@ namespace mlsem {
 
 struct EvidenceSpec {
   std::string label;                 // "" = the match's root
+  std::string op;                    // or: any matched node with this op (e.g. inside a repeated step)
   std::vector<Predicate> check;      // must hold on the labelled node
   std::optional<RegionSpec> inside;  // and the node must sit in such a region
   double weight = 0;
@@ -29,6 +30,7 @@ struct CompiledPattern {
   PatternTerm term;
   double base = 0.5;
   std::string focus;  // label whose range is the finding's range; "" = union of matched nodes
+  std::vector<std::string> distinct;  // variables that must bind different nodes
   std::optional<RegionSpec> inside;
   std::optional<RegionSpec> not_inside;
   std::vector<EvidenceSpec> evidence;

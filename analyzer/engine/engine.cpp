@@ -23,6 +23,7 @@ struct Candidate {
   Finding finding;
   size_t rule_index = 0;
   std::vector<ByteSpan> spans;
+  bool located_in_own_function = true;  // false: a match inlined from a helper
 };
 
 bool contains(const Range& outer, const Range& inner) {
@@ -56,19 +57,31 @@ bool subset(const std::vector<ByteSpan>& small, const std::vector<ByteSpan>& big
 // Confidence from evidence: base plus the weight of each item that is present.
 void score(const CompiledPattern& p, const FunctionView& view, const Match& m, Finding& f) {
   double confidence = p.base;
-  for (const EvidenceSpec& spec : p.evidence) {
-    ir::NodeId n = spec.label.empty() ? m.root : m.label(spec.label);
-    bool present = n != ir::kNoNode;
-    if (present && !spec.check.empty()) {
+  auto holds = [&](const EvidenceSpec& spec, ir::NodeId n) {
+    if (!spec.check.empty()) {
       auto computed = view.computed_attrs(n);
-      present = eval_predicates(spec.check, view.node(n).attrs, &computed);
+      if (!eval_predicates(spec.check, view.node(n).attrs, &computed)) return false;
     }
-    if (present && spec.inside) present = view.inside(view.node(n).region, *spec.inside);
+    return !spec.inside || view.inside(view.node(n).region, *spec.inside);
+  };
+  for (const EvidenceSpec& spec : p.evidence) {
+    ir::NodeId n = ir::kNoNode;
+    if (!spec.op.empty()) {
+      for (ir::NodeId id : m.nodes)
+        if (view.node(id).op == spec.op && holds(spec, id)) {
+          n = id;
+          break;
+        }
+    } else {
+      n = spec.label.empty() ? m.root : m.label(spec.label);
+      if (n != ir::kNoNode && !holds(spec, n)) n = ir::kNoNode;
+    }
+    bool present = n != ir::kNoNode;
     if (present) confidence += spec.weight;
-    // Counter-evidence that is absent says nothing worth printing.
-    if (!present && spec.weight < 0) continue;
+    // An absent item is listed only where the pattern says what its absence means.
+    if (!present && spec.absent.empty()) continue;
     Evidence e;
-    e.text = present || spec.absent.empty() ? spec.present : spec.absent;
+    e.text = present ? spec.present : spec.absent;
     e.present = present;
     e.weight = spec.weight;
     if (present) e.range = view.node(n).range;
@@ -127,20 +140,21 @@ std::vector<Finding> Engine::analyze(const ir::Module& module) const {
         if (p.language != module.language) return;
         if (p.inside && !view.inside(node.region, *p.inside)) return;
         if (p.not_inside && view.inside(node.region, *p.not_inside)) return;
-        std::optional<Match> m = match_at(p.term, view, n, cp.commutative_ops);
+        std::optional<Match> m = match_at(p.term, view, n, cp.commutative_ops, p.distinct);
         if (!m) return;
         Candidate c;
-        ir::NodeId focus = p.focus.empty() ? ir::kNoNode : m->label(p.focus);
+        // The location is what this function's own text shows; a match made entirely
+        // of nodes inlined from helpers is located at its root (in a helper).
+        Range own;
         for (ir::NodeId id : m->nodes) {
           const Range& r = fn.nodes[id].range;
           c.spans.emplace_back(r.begin_byte, r.end_byte);
-          // The location is what this function's own text shows: inlined helper
-          // nodes count only when the whole match lies in the helper.
-          if (focus == ir::kNoNode && (!fn.range.valid() || contains(fn.range, r)))
-            c.finding.range = merge(c.finding.range, r);
+          if (!fn.range.valid() || contains(fn.range, r)) own = merge(own, r);
         }
-        if (focus != ir::kNoNode) c.finding.range = fn.nodes[focus].range;
+        ir::NodeId focus = p.focus.empty() ? ir::kNoNode : m->label(p.focus);
+        c.finding.range = focus != ir::kNoNode ? fn.nodes[focus].range : own.valid() ? own : node.range;
         if (!c.finding.range.valid()) c.finding.range = node.range;
+        c.located_in_own_function = own.valid();
         std::sort(c.spans.begin(), c.spans.end());
         c.spans.erase(std::unique(c.spans.begin(), c.spans.end()), c.spans.end());
         c.finding.path = module.path;
@@ -176,10 +190,11 @@ std::vector<Finding> Engine::analyze(const ir::Module& module) const {
       const Candidate& a = candidates[i];
       const Candidate& b = candidates[j];
       if (a.rule_index == b.rule_index) {
-        bool same_place = a.finding.range == b.finding.range;
-        if ((same_place && (b.finding.confidence > a.finding.confidence ||
-                            (b.finding.confidence == a.finding.confidence && j < i))) ||
-            subset(a.spans, b.spans))
+        // At one place keep the most confident; at equal confidence the one reported
+        // from the function that contains the code, then the first.
+        auto rank = [](const Candidate& c) { return std::make_pair(c.finding.confidence, c.located_in_own_function); };
+        bool same_place = a.finding.range == b.finding.range || a.spans == b.spans;
+        if ((same_place && (rank(b) > rank(a) || (rank(b) == rank(a) && j < i))) || subset(a.spans, b.spans))
           dropped[i] = true;
       } else {
         const auto& sup = rules_[b.rule_index].supersedes;

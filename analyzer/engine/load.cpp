@@ -281,7 +281,8 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
       }
       uint32_t line = Reader::line_of(*t);
       size_t errors_before = r.error_count();
-      r.only_keys(*t, {"id", "language", "match", "base", "focus", "inside", "not_inside", "evidence"}, "[[pattern]]");
+      r.only_keys(*t, {"id", "language", "match", "base", "focus", "distinct", "inside", "not_inside", "evidence"},
+                  "[[pattern]]");
       CompiledPattern p;
       p.id = r.str(*t, "id", true, line);
       p.language = r.str(*t, "language", true, line);
@@ -309,6 +310,12 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
       collect_labels(p.term, labels);
       auto known_label = [&](const std::string& l) { return std::find(labels.begin(), labels.end(), l) != labels.end(); };
       if (!p.focus.empty() && !known_label(p.focus)) r.error(line, "focus '" + p.focus + "' is not a label in match");
+      p.distinct = r.strs(*t, "distinct", false, line);
+      std::vector<std::string> names = labels;
+      collect_vars(p.term, names);
+      for (const auto& v : p.distinct)
+        if (std::find(names.begin(), names.end(), v) == names.end())
+          r.error(line, "distinct: '" + v + "' is not a variable or label in match (write it without '$' or '@')");
       if (auto vocab = data.vocabulary.find(p.language); vocab != data.vocabulary.end()) {
         std::vector<std::string> ops;
         collect_ops(p.term, ops);
@@ -326,11 +333,13 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
             continue;
           }
           uint32_t eline = Reader::line_of(*et);
-          r.only_keys(*et, {"label", "check", "inside", "weight", "present", "absent"}, "[[pattern.evidence]]");
+          r.only_keys(*et, {"label", "op", "check", "inside", "weight", "present", "absent"}, "[[pattern.evidence]]");
           EvidenceSpec e;
           e.label = r.str(*et, "label", false, eline);
           if (!e.label.empty() && !known_label(e.label))
             r.error(eline, "evidence label '" + e.label + "' is not a label in match");
+          e.op = r.str(*et, "op", false, eline);
+          if (!e.op.empty() && !e.label.empty()) r.error(eline, "evidence takes a 'label' or an 'op', not both");
           if (const toml::node* check = et->get("check")) {
             auto parsed = parse_predicates(check->value<std::string>().value_or(""));
             if (auto* pe = std::get_if<ParseError>(&parsed))
@@ -442,15 +451,20 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
   std::sort(out.begin(), out.end(), [](const Rule& a, const Rule& b) { return a.id < b.id; });
 }
 
-void index_patterns(CompiledPatterns& cp, const std::vector<Rule>& rules) {
+void index_patterns(CompiledPatterns& cp, const std::vector<Rule>& rules, std::vector<FileError>& errors) {
   cp.rules_of_pattern.assign(cp.patterns.size(), {});
   for (size_t ri = 0; ri < rules.size(); ++ri)
     for (const auto& pid : rules[ri].patterns)
       for (size_t pi = 0; pi < cp.patterns.size(); ++pi)
         if (cp.patterns[pi].id == pid) cp.rules_of_pattern[pi].push_back(ri);
   for (size_t pi = 0; pi < cp.patterns.size(); ++pi) {
-    if (cp.rules_of_pattern[pi].empty()) continue;  // a pattern no rule uses costs nothing
-    if (auto ops = root_ops(cp.patterns[pi].term)) {
+    const CompiledPattern& p = cp.patterns[pi];
+    // A pattern no rule names is almost always a rule that forgot to list it.
+    if (cp.rules_of_pattern[pi].empty()) {
+      errors.push_back({p.file, "pattern '" + p.id + "' is not used by any rule", p.line, 0});
+      continue;
+    }
+    if (auto ops = root_ops(p.term)) {
       std::sort(ops->begin(), ops->end());
       ops->erase(std::unique(ops->begin(), ops->end()), ops->end());
       for (const auto& op : *ops) cp.by_root_op[op].push_back(pi);
@@ -473,7 +487,7 @@ bool load_engine_data(const fs::path& data_dir, std::vector<Rule>& rules, std::v
   load_concepts(data_dir / "concepts", concepts, errors);
   load_patterns(data_dir / "patterns", patterns, errors);
   load_rules(data_dir, concepts, patterns, rules, errors);
-  index_patterns(patterns, rules);
+  if (errors.size() == before) index_patterns(patterns, rules, errors);
   return errors.size() == before;
 }
 

@@ -29,9 +29,10 @@ class Matcher {
   Matcher(const FunctionView& view, const std::set<std::string>& commutative)
       : view_(view), commutative_(commutative) {}
 
-  std::optional<Match> run(const PatternTerm& t, ir::NodeId root) {
+  std::optional<Match> run(const PatternTerm& t, ir::NodeId root, const std::vector<std::string>& distinct) {
     Match found;
     bool ok = match(t, root, [&] {
+      if (!all_distinct(distinct)) return false;
       found.labels.assign(labels_.begin(), labels_.end());
       found.nodes = matched_;
       return true;
@@ -49,6 +50,18 @@ class Matcher {
   std::vector<ir::NodeId> matched_;
   long steps_ = 0;
 
+  // Variables and labels named in `names` are bound to pairwise different nodes.
+  bool all_distinct(const std::vector<std::string>& names) const {
+    std::vector<ir::NodeId> bound;
+    for (const auto* bindings : {&vars_, &labels_})
+      for (const auto& [name, node] : *bindings)
+        if (std::find(names.begin(), names.end(), name) != names.end()) {
+          if (std::find(bound.begin(), bound.end(), node) != bound.end()) return false;
+          bound.push_back(node);
+        }
+    return true;
+  }
+
   bool valid(ir::NodeId n) const { return n < view_.fn().nodes.size(); }
 
   // Binds `label` to n for the duration of k().
@@ -63,7 +76,12 @@ class Matcher {
   bool match(const PatternTerm& t, ir::NodeId n, Continuation k) {
     if (!valid(n) || ++steps_ > kStepBudget) return false;
     switch (t.kind) {
-      case PatternTerm::Kind::kAny: return with_label(t.label, n, k);
+      case PatternTerm::Kind::kAny:
+        if (!t.preds.empty()) {
+          auto computed = view_.computed_attrs(n);
+          if (!eval_predicates(t.preds, view_.node(n).attrs, &computed)) return false;
+        }
+        return with_label(t.label, n, k);
       case PatternTerm::Kind::kVar: {
         for (const auto& [name, bound] : vars_)
           if (name == t.var) return bound == n && with_label(t.label, n, k);
@@ -80,11 +98,27 @@ class Matcher {
         return false;
       case PatternTerm::Kind::kDeep: return match_deep(t, n, k);
       case PatternTerm::Kind::kOp:
+        if (t.repeated) return match_repeated(t, n, k);
         if (match_op(t, n, k)) return true;
         // An absent optional step: its first argument stands in its place.
         return t.optional && match(t.args.front(), n, k);
     }
     return false;
+  }
+
+  // Zero or more steps of t's ops, greedily (through any operand of a commutative op,
+  // else the first), then t's first argument.
+  bool match_repeated(const PatternTerm& t, ir::NodeId n, Continuation k) {
+    if (op_matches(t, n)) {
+      const ir::Node& node = view_.node(n);
+      size_t mark = matched_.size();
+      matched_.push_back(n);
+      size_t operands = commutative_.count(node.op) ? node.inputs.size() : std::min<size_t>(1, node.inputs.size());
+      for (size_t i = 0; i < operands; ++i)
+        if (match_repeated(t, node.inputs[i], k)) return true;
+      matched_.resize(mark);
+    }
+    return match(t.args.front(), n, k);
   }
 
   bool match_deep(const PatternTerm& t, ir::NodeId start, Continuation k) {
@@ -120,9 +154,10 @@ class Matcher {
     size_t mark = matched_.size();
     if (t.min_chain > 0) {
       collect_chain(t, n);
-      if (matched_.size() - mark >= static_cast<size_t>(t.min_chain) && with_label(t.label, n, k)) return true;
-      matched_.resize(mark);
-      return false;
+      bool ok = matched_.size() - mark >= static_cast<size_t>(t.min_chain) &&
+                (t.args.empty() ? with_label(t.label, n, k) : match_chain_operand(t, mark, n, k));
+      if (!ok) matched_.resize(mark);
+      return ok;
     }
     matched_.push_back(n);
     auto rest = [&] { return with_label(t.label, n, k); };
@@ -140,6 +175,17 @@ class Matcher {
           std::find(matched_.begin(), matched_.end(), in) == matched_.end())
         collect_chain(t, in);
     }
+  }
+
+  // Some operand from outside the chain (nodes matched_[first..]) matches t's argument.
+  bool match_chain_operand(const PatternTerm& t, size_t first, ir::NodeId root, Continuation k) {
+    std::vector<ir::NodeId> chain(matched_.begin() + static_cast<std::ptrdiff_t>(first), matched_.end());
+    auto then_label = [&] { return with_label(t.label, root, k); };
+    for (ir::NodeId member : chain)
+      for (ir::NodeId in : view_.node(member).inputs)
+        if (std::find(chain.begin(), chain.end(), in) == chain.end() && match(t.args.front(), in, then_label))
+          return true;
+    return false;
   }
 
   bool match_args(const PatternTerm& t, const ir::Node& node, Continuation k) {
@@ -175,7 +221,38 @@ class Matcher {
 
 }  // namespace
 
-FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.size(), 0) {
+namespace {
+
+// Whether a node holds data-sized tensor values rather than Python scalars, config
+// values or tables built from arange/ones: weights and tensor arguments are data, and
+// so is anything computed from data. Nodes come in topological order.
+std::vector<bool> data_flow(const ir::Function& fn) {
+  static const std::set<std::string> kSources = {"linear", "conv", "embedding", "randn"};
+  static const std::set<std::string> kNever = {"const", "scalar", "arange", "ones", "zeros", "full", "empty",
+                                               "tril", "triu"};
+  std::vector<bool> data(fn.nodes.size(), false);
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const ir::Node& n = fn.nodes[i];
+    if (kNever.count(n.op)) continue;
+    if (kSources.count(n.op) || n.attr("module_class")) {
+      data[i] = true;
+    } else if (n.op == "input") {
+      const ir::Attr* type = n.attr("type");
+      data[i] = type && std::get_if<std::string>(type) && std::get<std::string>(*type).find("Tensor") != std::string::npos;
+    } else if (n.op == "name") {
+      const ir::Attr* name = n.attr("name");
+      data[i] = name && std::get_if<std::string>(name) && std::get<std::string>(*name).rfind("self.", 0) == 0;
+    } else {
+      for (ir::NodeId in : n.inputs)
+        if (in < i && data[in]) data[i] = true;
+    }
+  }
+  return data;
+}
+
+}  // namespace
+
+FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.size(), 0), data_(data_flow(fn)) {
   for (const auto& node : fn.nodes)
     for (ir::NodeId in : node.inputs)
       if (in < users_.size()) ++users_[in];
@@ -185,7 +262,8 @@ std::map<std::string, ir::Attr> FunctionView::computed_attrs(ir::NodeId id) cons
   const ir::Node& n = fn_.nodes[id];
   return {{"op", n.op},
           {"users", static_cast<int64_t>(users_[id])},
-          {"inputs", static_cast<int64_t>(n.inputs.size())}};
+          {"inputs", static_cast<int64_t>(n.inputs.size())},
+          {"data", static_cast<bool>(data_[id])}};
 }
 
 bool FunctionView::inside(uint32_t region, const RegionSpec& spec) const {
@@ -200,8 +278,8 @@ bool FunctionView::inside(uint32_t region, const RegionSpec& spec) const {
 }
 
 std::optional<Match> match_at(const PatternTerm& term, const FunctionView& view, ir::NodeId root,
-                              const std::set<std::string>& commutative_ops) {
-  return Matcher(view, commutative_ops).run(term, root);
+                              const std::set<std::string>& commutative_ops, const std::vector<std::string>& distinct) {
+  return Matcher(view, commutative_ops).run(term, root, distinct);
 }
 
 }  // namespace mlsem

@@ -21,7 +21,8 @@ class FunctionView {
   const ir::Node& node(ir::NodeId id) const { return fn_.nodes[id]; }
   uint32_t users(ir::NodeId id) const { return users_[id]; }
   // Attributes derived from the graph, usable in predicates like stored ones:
-  // "op" (the node's op), "users" (how many nodes use it), "inputs" (its operand count).
+  // "op" (the node's op), "users" (how many nodes use it), "inputs" (its operand count),
+  // "data" (it holds data-sized tensors: see data_flow in matcher.cpp).
   std::map<std::string, ir::Attr> computed_attrs(ir::NodeId id) const;
   // Is `region` or any region enclosing it of this kind with these attributes?
   bool inside(uint32_t region, const RegionSpec& spec) const;
@@ -29,6 +30,7 @@ class FunctionView {
  private:
   const ir::Function& fn_;
   std::vector<uint32_t> users_;
+  std::vector<bool> data_;
 };
 
 struct Match {
@@ -45,7 +47,9 @@ struct Match {
 
 // The first match of `term` rooted at `root` (optional steps are tried present first,
 // so the first match is the most complete one), or nullopt.
+// `distinct` names variables that must bind pairwise different nodes.
 std::optional<Match> match_at(const PatternTerm& term, const FunctionView& view, ir::NodeId root,
-                              const std::set<std::string>& commutative_ops);
+                              const std::set<std::string>& commutative_ops,
+                              const std::vector<std::string>& distinct = {});
 
 }  // namespace mlsem

@@ -110,6 +110,7 @@ class Parser {
       require(':');
     }
     PatternTerm t = atom();
+    if (!label.empty() && t.repeated) fail("a repeated step 'op*' takes no label (find its nodes with evidence 'op')");
     t.label = label;
     return t;
   }
@@ -134,6 +135,10 @@ class Parser {
       ++i_;
       t.kind = PatternTerm::Kind::kAny;
       t.spelled = "_";
+      if (eat('[')) {
+        t.preds = predicates();
+        require(']');
+      }
       return t;
     }
     t.kind = PatternTerm::Kind::kOp;
@@ -161,6 +166,7 @@ class Parser {
       t.spelled = name;
     }
     t.optional = eat('?');
+    t.repeated = !t.optional && eat('*');
     if (eat('{')) {
       t.min_chain = static_cast<int>(integer());
       require(',');
@@ -173,7 +179,6 @@ class Parser {
     }
     if (eat('(')) {
       t.has_args = true;
-      if (t.min_chain) fail("a chain '{n,}' takes no arguments");
       if (!eat(')')) {
         do {
           if (eat("...")) {
@@ -185,8 +190,11 @@ class Parser {
         require(')');
       }
     }
-    if (t.optional && t.args.empty())
-      fail("an optional step 'op?(x, ...)' needs an argument to stand in when it is absent");
+    if (t.min_chain && (t.args.size() > 1 || t.rest))
+      fail("a chain '{n,}(x)' takes one argument: a pattern that some operand of the chain must match");
+    if ((t.optional || t.repeated) && t.args.empty())
+      fail(std::string(t.optional ? "an optional step 'op?(x, ...)'" : "a repeated step 'op*(x, ...)'") +
+           " needs an argument to stand in when it is absent");
     return t;
   }
 
@@ -218,7 +226,7 @@ class Parser {
     static const std::pair<std::string_view, Predicate::Cmp> kOps[] = {
         {"==", Predicate::Cmp::kEq}, {"!=", Predicate::Cmp::kNe}, {"<=", Predicate::Cmp::kLe},
         {">=", Predicate::Cmp::kGe}, {"<", Predicate::Cmp::kLt},  {">", Predicate::Cmp::kGt},
-        {"=", Predicate::Cmp::kEq}};
+        {"=", Predicate::Cmp::kEq},  {"~", Predicate::Cmp::kContains}};
     for (auto [text, cmp] : kOps) {
       if (eat(text)) {
         p.kind = Predicate::Kind::kCompare;
@@ -354,6 +362,11 @@ bool eval_predicate(const Predicate& p, const std::map<std::string, ir::Attr>& a
       });
     case Predicate::Kind::kCompare: {
       if (!a) return p.cmp == Predicate::Cmp::kNe;  // an absent attribute differs from anything
+      if (p.cmp == Predicate::Cmp::kContains) {
+        auto* text = std::get_if<std::string>(a);
+        auto* part = std::get_if<std::string>(&p.values.front());
+        return text && part && text->find(*part) != std::string::npos;
+      }
       auto c = compare(*a, p.values.front());
       if (!c) return p.cmp == Predicate::Cmp::kNe;
       switch (p.cmp) {
@@ -363,6 +376,7 @@ bool eval_predicate(const Predicate& p, const std::map<std::string, ir::Attr>& a
         case Predicate::Cmp::kLe: return *c <= 0;
         case Predicate::Cmp::kGt: return *c > 0;
         case Predicate::Cmp::kGe: return *c >= 0;
+        case Predicate::Cmp::kContains: return false;
       }
     }
   }
@@ -386,6 +400,12 @@ void collect_ops(const PatternTerm& t, std::vector<std::string>& out) {
   for (const auto& c : t.children) collect_ops(c, out);
 }
 
+void collect_vars(const PatternTerm& t, std::vector<std::string>& out) {
+  if (t.kind == PatternTerm::Kind::kVar) out.push_back(t.var);
+  for (const auto& a : t.args) collect_vars(a, out);
+  for (const auto& c : t.children) collect_vars(c, out);
+}
+
 std::optional<std::vector<std::string>> root_ops(const PatternTerm& t) {
   switch (t.kind) {
     case PatternTerm::Kind::kVar:
@@ -402,7 +422,7 @@ std::optional<std::vector<std::string>> root_ops(const PatternTerm& t) {
     }
     case PatternTerm::Kind::kOp: {
       std::vector<std::string> all = t.ops;
-      if (t.optional) {
+      if (t.optional || t.repeated) {
         auto r = root_ops(t.args.front());
         if (!r) return std::nullopt;
         all.insert(all.end(), r->begin(), r->end());

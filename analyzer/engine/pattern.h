@@ -18,7 +18,7 @@ using Literal = std::variant<bool, int64_t, double, std::string>;
 // `key`, `!key`, `key == lit`, `key in [lit, ...]` on a node's (or region's) attributes.
 struct Predicate {
   enum class Kind { kTruthy, kFalsy, kCompare, kIn };
-  enum class Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
+  enum class Cmp { kEq, kNe, kLt, kLe, kGt, kGe, kContains };
   Kind kind = Kind::kTruthy;
   Cmp cmp = Cmp::kEq;
   std::string key;
@@ -30,6 +30,7 @@ struct PatternTerm {
   Kind kind = Kind::kAny;
   std::string label;       // "@label:" or "" — names the node for evidence and focus
   bool optional = false;   // "?": the step may be absent (its first argument matches instead)
+  bool repeated = false;   // "*": zero or more such steps, then the first argument
 
   // kOp
   std::vector<std::string> ops;  // op names this term accepts (a %class expands to several)
@@ -72,6 +73,7 @@ bool eval_predicates(const std::vector<Predicate>& ps, const std::map<std::strin
 // Every label and op name used in a term (for load-time validation).
 void collect_labels(const PatternTerm& t, std::vector<std::string>& out);
 void collect_ops(const PatternTerm& t, std::vector<std::string>& out);
+void collect_vars(const PatternTerm& t, std::vector<std::string>& out);
 // The ops a node must have for the term to match at it; nullopt = any op.
 std::optional<std::vector<std::string>> root_ops(const PatternTerm& t);
 

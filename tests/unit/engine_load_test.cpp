@@ -213,7 +213,11 @@ INSTANTIATE_TEST_SUITE_P(
                "[[concept]]\nid = \"b\"\nname = \"B\"\nsummary = \"s\"\nparents = [\"a\"]\n",
                "cycle in parents: a -> b -> a", 7},
         Broken{"concepts/d.toml", "[[concept]]\nid = \"a\"\nname = \"A\"\nsummary = \"s\"\nrequires = [\"zzz\"]\n",
-               "unknown prerequisite 'zzz'", 1}));
+               "unknown prerequisite 'zzz'", 1},
+        Broken{"patterns/q.toml", "\n[[pattern]]\nid = \"orphan\"\nlanguage = \"python\"\nmatch = \"tanh(_)\"\n",
+               "'orphan' is not used by any rule", 2},
+        Broken{"patterns/q.toml", "[[pattern]]\nid = \"d\"\nlanguage = \"python\"\nmatch = \"mul($a, $b)\"\ndistinct = [\"a\", \"c\"]\n",
+               "distinct: 'c' is not a variable or label", 1}));
 
 }  // namespace
 }  // namespace mlsem

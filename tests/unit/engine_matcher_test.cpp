@@ -154,3 +154,36 @@ TEST(Matcher, RegionsNest) {
 
 }  // namespace
 }  // namespace mlsem
+
+namespace mlsem {
+namespace {
+
+TEST(Matcher, ChainOperandAndDistinctVariables) {
+  // exp(tanh(neg(a))) with a linear producer below: the chain's operand matches
+  // `linear`; with a creation op below it does not.
+  for (const char* producer : {"linear", "arange"}) {
+    FunctionBuilder b;
+    ir::NodeId x = b.add("input");
+    ir::NodeId p = b.add(producer, {x});
+    ir::NodeId n = b.add("neg", {p});
+    ir::NodeId t = b.add("tanh", {n});
+    ir::NodeId e = b.add("exp", {t});
+    FunctionView view(b.fn);
+    EXPECT_EQ(match_at(P("%pointwise{3,}(linear)"), view, e, kCommutative).has_value(),
+              std::string(producer) == "linear");
+  }
+  // silu-like gate x * sigmoid(x) versus a real gate a * sigmoid(b).
+  FunctionBuilder b;
+  ir::NodeId a = b.add("input");
+  ir::NodeId c = b.add("input");
+  ir::NodeId self_gate = b.add("mul", {a, b.add("tanh", {a})});
+  ir::NodeId real_gate = b.add("mul", {c, b.add("tanh", {a})});
+  FunctionView view(b.fn);
+  auto pat = P("mul(tanh($g), $u)");
+  EXPECT_TRUE(match_at(pat, view, self_gate, kCommutative));
+  EXPECT_FALSE(match_at(pat, view, self_gate, kCommutative, {"g", "u"}));
+  EXPECT_TRUE(match_at(pat, view, real_gate, kCommutative, {"g", "u"}));
+}
+
+}  // namespace
+}  // namespace mlsem

@@ -91,6 +91,9 @@ TEST(PatternParse, EvaluatesPredicatesAgainstAttributes) {
   EXPECT_FALSE(eval("missing == 1"));
   EXPECT_TRUE(eval("missing != 1"));   // an absent attribute differs from anything
   EXPECT_FALSE(eval("kind == 3"));     // text never equals a number
+  EXPECT_TRUE(eval("kind ~ 'il'"));
+  EXPECT_FALSE(eval("kind ~ 'x'"));
+  EXPECT_FALSE(eval("dim ~ '1'"));     // only text contains text
 }
 
 TEST(PatternParse, ErrorsPointAtTheProblem) {
@@ -102,7 +105,7 @@ TEST(PatternParse, ErrorsPointAtTheProblem) {
   EXPECT_NE(e.message.find("nosuchclass"), std::string::npos);
   e = parse_err("softmax?");
   EXPECT_NE(e.message.find("optional"), std::string::npos);
-  e = parse_err("%pointwise{3,}(_)");
+  e = parse_err("%pointwise{3,}(_, _)");
   EXPECT_NE(e.message.find("chain"), std::string::npos);
   parse_err("matmul(_) extra");
   parse_err("");
