@@ -1,0 +1,56 @@
+// The reference kernels under kernels/: their lessons (README.md) and the benchmark
+// results (kernels/results/*.json) that findings quote as measured speedups.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/finding.h"
+
+namespace mlsem::kernels {
+
+struct KernelEntry {
+  std::string name;            // "attention_fwd"
+  std::filesystem::path dir;   // kernels/attention_fwd
+  std::string title;           // first heading of its README
+};
+
+// One measured (kernel, shape) pair from a results file: the fused kernel against the
+// hand-written eager form, in the same run on one device.
+struct Measurement {
+  std::string kernel, mode, shape, dtype, device;
+  int64_t elements = 0;  // product of the shape's dimensions
+  double fused_ms = 0, eager_ms = 0;
+};
+
+class Catalog {
+ public:
+  // Reads kernels_dir/*/README.md and kernels_dir/results/*.json; malformed results name the file.
+  static Catalog load(const std::filesystem::path& kernels_dir, std::vector<FileError>& errors);
+
+  const std::vector<KernelEntry>& kernels() const { return kernels_; }
+  const std::vector<Measurement>& measurements() const { return measurements_; }
+  const KernelEntry* find(std::string_view name) const;  // "attention_fwd" or "kernels/attention_fwd"
+  std::string readme(std::string_view name) const;       // the lesson text ("" when unknown)
+
+  // e.g. "fused: 3.1x faster than the eager form on NVIDIA H100 80GB HBM3 at 16384x8192 bf16",
+  // at the measured shape whose element count is nearest the user's `shape`, or the
+  // largest measured shape when the shape is unknown (empty); "no measurement yet" when
+  // no correct measurement of the kernel exists.
+  std::string speedup_summary(std::string_view name, std::span<const int64_t> shape = {}) const;
+
+  // The command `mlsem kernels bench NAME` runs: python3 <dir>/bench/bench.py --kernel NAME --out OUT
+  // (empty when the kernel is unknown).
+  std::vector<std::string> bench_command(std::string_view name, const std::string& out_json) const;
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<KernelEntry> kernels_;
+  std::vector<Measurement> measurements_;
+};
+
+}  // namespace mlsem::kernels

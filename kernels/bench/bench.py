@@ -1,0 +1,482 @@
+#!/usr/bin/env python3
+"""Checks and benchmarks mlsem's reference kernels on this machine's GPU.
+
+For each kernel and shape: the fused kernel and the unfused baseline (ours, from
+libmlsem_kernels.so through ctypes) are checked against a float64 reference, as are
+the PyTorch forms; then five variants are timed in this one run (fused, baseline,
+torch_eager: the hand-written form, torch_library: the fused library call,
+torch_compile: torch.compile of the hand-written form) with triton.testing.do_bench
+(median), next to the device-to-device copy bandwidth. Writes the results JSON
+(harness.validate_results describes it) and prints a table last.
+
+  python3 kernels/bench/bench.py [--kernel NAME ...] [--out FILE] [--check-only] [--lib PATH]
+
+Without --lib the library is built with CMake into $MLSEM_KERNELS_BUILD
+(default ~/.cache/mlsem/kernels-build) unless it is already there.
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent
+DTYPE_CODE = {"float32": 0, "float16": 1, "bfloat16": 2}
+ACT_CODE = {"swiglu": 0, "geglu": 1}
+
+P, I64, I32, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
+SIGNATURES = {
+    "bias_gelu": [P, P, P, I64, I64, I32, I32, P],
+    "softmax": [P, P, I64, I64, I32, P],
+    "layernorm": [P, P, P, P, I64, I64, F32, I32, P],
+    "rmsnorm": [P, P, P, I64, I64, F32, I32, P],
+    "gated_mlp": [P, P, I64, P, I64, I64, I32, I32, P],
+    "rope": [P, P, P, P, I64, I64, I64, I64, I32, P],
+    "cross_entropy": [P, P, P, P, I64, I64, I32, P],
+    "attention_fwd": [P, P, P, P, I64, I64, I64, I64, I32, I32, P],
+    "lesson_coalescing": [P, P, I64, I64, P],
+    "lesson_vectorized": [P, P, I64, P],
+    "lesson_warp_reduce": [P, P, I64, I64, P],
+    "lesson_tiled_matmul": [P, P, P, I64, I64, I64, P],
+    "lesson_smem_transpose": [P, P, I64, I64, P],
+}
+
+
+def build_library():
+    build = Path(os.environ.get("MLSEM_KERNELS_BUILD", Path.home() / ".cache" / "mlsem" / "kernels-build"))
+    lib = build / "libmlsem_kernels.so"
+    if not lib.exists():
+        jobs = str(max(1, min(16, os.cpu_count() or 1)))
+        subprocess.run(["cmake", "-S", str(KERNELS_DIR), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                        "-DMLSEM_BUILD_TESTS=OFF", "-DMLSEM_KERNELS=ON"], check=True)
+        subprocess.run(["cmake", "--build", str(build), "-j", jobs, "--target", "mlsem_kernels"], check=True)
+    return lib
+
+
+class Library:
+    """The C ABI of libmlsem_kernels.so; a non-zero return code raises."""
+
+    def __init__(self, path):
+        self.dll = ctypes.CDLL(str(path))
+        self.dll.mlsem_error_string.restype = ctypes.c_char_p
+        self.dll.mlsem_error_string.argtypes = [I32]
+        for name, sig in SIGNATURES.items():
+            for kind in ("fused", "baseline"):
+                fn = getattr(self.dll, f"mlsem_{name}_{kind}")
+                fn.restype = I32
+                fn.argtypes = sig if not (name == "attention_fwd" and kind == "fused") else sig[:-1] + [I32, P]
+        self.dll.mlsem_attention_fwd_config_count.restype = I32
+
+    def call(self, name, kind, *args):
+        rc = getattr(self.dll, f"mlsem_{name}_{kind}")(*args)
+        if rc != 0:
+            raise RuntimeError(f"mlsem_{name}_{kind}: {self.dll.mlsem_error_string(rc).decode()}")
+
+
+class Case:
+    """One kernel at one shape: our two launches, PyTorch's three forms, the reference.
+
+    out: the tensor our kernels write (poisoned before each check); ref(): float64
+    reference of `view(out)`; torch outputs are compared through torch_view and ref_torch."""
+
+    def __init__(self, out, ref, fused, baseline, eager_fn, eager_args, library=None, view=None, torch_view=None,
+                 ref_torch=None, compile_eager=True):
+        self.out, self.ref, self.fused, self.baseline = out, ref, fused, baseline
+        self.eager_fn, self.eager_args, self.library = eager_fn, eager_args, library
+        self.view = view or (lambda t: t)
+        self.torch_view = torch_view or self.view
+        self.ref_torch = ref_torch or ref
+        self.compile_eager = compile_eager
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernel", action="append", choices=harness.KERNELS, help="limit to these kernels")
+    ap.add_argument("--out", default=None, help="results JSON (default kernels/results/<device>.json)")
+    ap.add_argument("--lib", default=os.environ.get("MLSEM_KERNELS_LIB"), help="path of libmlsem_kernels.so")
+    ap.add_argument("--check-only", action="store_true", help="correctness only, no timing")
+    ap.add_argument("--rep-ms", type=float, default=100.0, help="do_bench repetition time per variant")
+    args = ap.parse_args()
+
+    import torch
+    import torch.nn.functional as F
+    import triton
+    from triton.testing import do_bench
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch._dynamo.config.cache_size_limit = 256
+    lib = Library(args.lib or build_library())
+    dev = "cuda"
+    stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)  # noqa: E731
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(1234)
+
+    def randn(*shape, dtype=torch.bfloat16, scale=1.0, shift=0.0):
+        return (torch.randn(*shape, device=dev, dtype=torch.float32, generator=gen) * scale + shift).to(dtype)
+
+    def timed(fn):
+        fn()
+        torch.cuda.synchronize()
+        return do_bench(fn, warmup=25, rep=args.rep_ms, return_mode="median")
+
+    def code(dt):
+        return DTYPE_CODE[str(dt).split(".")[-1]]
+
+    def compare(out, ref):
+        o = out.double()
+        finite_ref = torch.isfinite(ref)
+        bad = int((~torch.isfinite(o) & finite_ref).sum().item())
+        diff = torch.where(finite_ref & torch.isfinite(o), o - ref, torch.zeros_like(o))
+        sq_err = float(diff.pow(2).sum().item())
+        sq_ref = float(torch.where(finite_ref, ref, torch.zeros_like(ref)).pow(2).sum().item())
+        return harness.rel_l2(sq_err, sq_ref), float(diff.abs().max().item()), bad
+
+    # ---- the cases ----------------------------------------------------------------------
+
+    def case_bias_gelu(shape, mode, dt):
+        rows, cols = shape
+        x, b = randn(rows, cols, dtype=dt), randn(cols, dtype=dt)
+        y = torch.empty_like(x)
+        tanh = mode == "tanh"
+
+        def eager(x, b):
+            h = x + b
+            if tanh:
+                return 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+            return h * 0.5 * (1.0 + torch.erf(h / math.sqrt(2.0)))
+
+        def ref():
+            h = x.double() + b.double()
+            if tanh:
+                return 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * h ** 3)))
+            return 0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))
+
+        a = lambda k: lambda: lib.call("bias_gelu", k, ptr(x), ptr(b), ptr(y), rows, cols, int(tanh), code(dt), stream())  # noqa: E731
+        return Case(y, ref, a("fused"), a("baseline"), eager, (x, b),
+                    library=lambda: F.gelu(x + b, approximate="tanh" if tanh else "none"))
+
+    def case_softmax(shape, mode, dt):
+        rows, cols = shape
+        x = randn(rows, cols, dtype=dt, scale=2.0)
+        y = torch.empty_like(x)
+
+        def eager(x):
+            m = x.max(dim=-1, keepdim=True).values
+            e = torch.exp(x - m)
+            return e / e.sum(dim=-1, keepdim=True)
+
+        a = lambda k: lambda: lib.call("softmax", k, ptr(x), ptr(y), rows, cols, code(dt), stream())  # noqa: E731
+        return Case(y, lambda: torch.softmax(x.double(), -1), a("fused"), a("baseline"), eager, (x,),
+                    library=lambda: F.softmax(x, dim=-1))
+
+    def case_layernorm(shape, mode, dt):
+        rows, cols = shape
+        x = randn(rows, cols, dtype=dt, scale=2.0, shift=0.5)
+        w, bb = randn(cols, dtype=dt, shift=1.0), randn(cols, dtype=dt)
+        y = torch.empty_like(x)
+
+        def eager(x, w, b, eps=1e-5):
+            mu = x.mean(-1, keepdim=True)
+            var = ((x - mu) ** 2).mean(-1, keepdim=True)
+            return (x - mu) / torch.sqrt(var + eps) * w + b
+
+        a = lambda k: lambda: lib.call("layernorm", k, ptr(x), ptr(w), ptr(bb), ptr(y), rows, cols, 1e-5, code(dt), stream())  # noqa: E731
+        return Case(y, lambda: F.layer_norm(x.double(), (cols,), w.double(), bb.double(), 1e-5),
+                    a("fused"), a("baseline"), eager, (x, w, bb),
+                    library=lambda: F.layer_norm(x, (cols,), w, bb, 1e-5))
+
+    def case_rmsnorm(shape, mode, dt):
+        rows, cols = shape
+        x, w = randn(rows, cols, dtype=dt), randn(cols, dtype=dt, shift=1.0)
+        y = torch.empty_like(x)
+
+        def eager(x, w, eps=1e-6):
+            xf = x.float()
+            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * w
+
+        def ref():
+            xd = x.double()
+            return xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
+
+        a = lambda k: lambda: lib.call("rmsnorm", k, ptr(x), ptr(w), ptr(y), rows, cols, 1e-6, code(dt), stream())  # noqa: E731
+        return Case(y, ref, a("fused"), a("baseline"), eager, (x, w),
+                    library=lambda: F.rms_norm(x, (cols,), w, 1e-6))
+
+    def case_gated_mlp(shape, mode, dt):
+        rows, cols = shape
+        # Both halves of one [rows, 2 * cols] projection, as x.chunk(2, -1) gives them.
+        proj = randn(rows, 2 * cols, dtype=dt, scale=2.0)
+        g, u = proj[:, :cols], proj[:, cols:]
+        y = torch.empty(rows, cols, device=dev, dtype=dt)
+        act = F.silu if mode == "swiglu" else F.gelu
+
+        def eager(proj):
+            g, u = proj.chunk(2, dim=-1)
+            return act(g) * u
+
+        a = lambda k: lambda: lib.call("gated_mlp", k, ptr(g), ptr(u), 2 * cols, ptr(y), rows, cols, ACT_CODE[mode], code(dt), stream())  # noqa: E731
+        return Case(y, lambda: act(g.double()) * u.double(), a("fused"), a("baseline"), eager, (proj,))
+
+    def case_rope(shape, mode, dt):
+        tokens, heads, dim = shape
+        seq = 1024 if tokens <= 8192 else 4096
+        half = dim // 2
+        x = randn(tokens, heads, dim, dtype=dt)
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, half, device=dev, dtype=torch.float64) / half))
+        angles = torch.arange(seq, device=dev, dtype=torch.float64)[:, None] * inv_freq[None, :]
+        cos32, sin32 = angles.cos().float().contiguous(), angles.sin().float().contiguous()
+        # The model's tables, as Hugging Face builds them: [seq, dim] in x's dtype.
+        cos_t = torch.cat([cos32, cos32], -1).to(dt)
+        sin_t = torch.cat([sin32, sin32], -1).to(dt)
+        pos = torch.arange(tokens, device=dev) % seq
+        y = torch.empty_like(x)
+
+        def rotate_half(t):
+            t1, t2 = t[..., :half], t[..., half:]
+            return torch.cat((-t2, t1), dim=-1)
+
+        def eager(x, cos, sin):
+            c, s = cos[pos][:, None, :], sin[pos][:, None, :]
+            return x * c + rotate_half(x) * s
+
+        def ref():
+            xd = x.double()
+            c = cos32.double()[pos][:, None, :]
+            s = sin32.double()[pos][:, None, :]
+            x1, x2 = xd[..., :half], xd[..., half:]
+            return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1)
+
+        a = lambda k: lambda: lib.call("rope", k, ptr(x), ptr(cos32), ptr(sin32), ptr(y), tokens, seq, heads, dim, code(dt), stream())  # noqa: E731
+        return Case(y, ref, a("fused"), a("baseline"), eager, (x, cos_t, sin_t))
+
+    def case_cross_entropy(shape, mode, dt):
+        rows, vocab = shape
+        logits = randn(rows, vocab, dtype=dt, scale=2.0)
+        tgt = torch.randint(0, vocab, (rows,), device=dev, generator=gen)
+        losses = torch.empty(rows, device=dev, dtype=torch.float32)
+        mean = torch.empty(1, device=dev, dtype=torch.float32)
+
+        def eager(logits, tgt):
+            lp = torch.log(torch.softmax(logits.float(), dim=-1))
+            return -lp.gather(1, tgt[:, None]).mean()
+
+        def ref():
+            xd = logits.double()
+            return torch.logsumexp(xd, -1) - xd.gather(1, tgt[:, None])[:, 0]
+
+        a = lambda k: lambda: lib.call("cross_entropy", k, ptr(logits), ptr(tgt), ptr(losses), ptr(mean), rows, vocab, code(dt), stream())  # noqa: E731
+        return Case(losses, ref, a("fused"), a("baseline"), eager, (logits, tgt),
+                    library=lambda: F.cross_entropy(logits, tgt), ref_torch=lambda: ref().mean().reshape(()),
+                    torch_view=lambda t: t.reshape(()))
+
+    def case_attention_fwd(shape, mode, dt):
+        b, h, t, d = shape
+        causal = mode == "causal"
+        q, k, v = (randn(b, h, t, d, dtype=dt) for _ in range(3))
+        o = torch.empty_like(q)
+        mask = torch.tril(torch.ones(t, t, device=dev, dtype=torch.bool))
+
+        def eager(q, k, v):
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            if causal:
+                att = att.masked_fill(~mask, float("-inf"))
+            att = F.softmax(att, dim=-1)
+            return att @ v
+
+        def ref():  # the first two heads of the first sequence, in float64
+            qd, kd, vd = (z[:1, :2].double() for z in (q, k, v))
+            att = (qd @ kd.transpose(-2, -1)) / math.sqrt(d)
+            if causal:
+                att = att.masked_fill(~mask, float("-inf"))
+            return torch.softmax(att, -1) @ vd
+
+        dcode = code(dt)
+        fused = lambda cfg=0: lambda: lib.dll.mlsem_attention_fwd_fused(ptr(q), ptr(k), ptr(v), ptr(o), b, h, t, d, int(causal), dcode, cfg, stream())  # noqa: E731
+        baseline = lambda: lib.call("attention_fwd", "baseline", ptr(q), ptr(k), ptr(v), ptr(o), b, h, t, d, int(causal), dcode, stream())  # noqa: E731
+        c = Case(o, ref, lambda: check_rc(fused()()), baseline, eager, (q, k, v),
+                 library=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                 view=lambda z: z[:1, :2])
+        c.configs = [lambda cfg=cfg: check_rc(fused(cfg)()) for cfg in range(1, lib.dll.mlsem_attention_fwd_config_count() + 1)]
+        return c
+
+    def check_rc(rc):
+        if rc != 0:
+            raise RuntimeError(lib.dll.mlsem_error_string(rc).decode())
+
+    def case_lesson_coalescing(shape, mode, dt):
+        rows, cols = shape
+        x = randn(rows, cols, dtype=dt)
+        y = torch.empty_like(x)
+        a = lambda k: lambda: lib.call("lesson_coalescing", k, ptr(x), ptr(y), rows, cols, stream())  # noqa: E731
+        return Case(y, lambda: 2 * x.double(), a("fused"), a("baseline"), lambda x: 2 * x, (x,), compile_eager=False)
+
+    def case_lesson_vectorized(shape, mode, dt):
+        (n,) = shape
+        x = randn(n, dtype=dt)
+        y = torch.empty_like(x)
+        a = lambda k: lambda: lib.call("lesson_vectorized", k, ptr(x), ptr(y), n, stream())  # noqa: E731
+        return Case(y, lambda: 2 * x.double(), a("fused"), a("baseline"), lambda x: 2 * x, (x,), compile_eager=False)
+
+    def case_lesson_warp_reduce(shape, mode, dt):
+        rows, cols = shape
+        x = randn(rows, cols, dtype=dt)
+        y = torch.empty(rows, device=dev, dtype=dt)
+        a = lambda k: lambda: lib.call("lesson_warp_reduce", k, ptr(x), ptr(y), rows, cols, stream())  # noqa: E731
+        return Case(y, lambda: x.double().sum(-1), a("fused"), a("baseline"), lambda x: x.sum(-1), (x,),
+                    compile_eager=False)
+
+    def case_lesson_tiled_matmul(shape, mode, dt):
+        m, n, kk = shape
+        a_, b_ = randn(m, kk, dtype=dt), randn(kk, n, dtype=dt)
+        c = torch.empty(m, n, device=dev, dtype=dt)
+        a = lambda k: lambda: lib.call("lesson_tiled_matmul", k, ptr(a_), ptr(b_), ptr(c), m, n, kk, stream())  # noqa: E731
+        return Case(c, lambda: a_.double() @ b_.double(), a("fused"), a("baseline"), lambda a, b: a @ b, (a_, b_),
+                    compile_eager=False)
+
+    def case_lesson_smem_transpose(shape, mode, dt):
+        rows, cols = shape
+        x = randn(rows, cols, dtype=dt)
+        y = torch.empty(cols, rows, device=dev, dtype=dt)
+        a = lambda k: lambda: lib.call("lesson_smem_transpose", k, ptr(x), ptr(y), rows, cols, stream())  # noqa: E731
+        return Case(y, lambda: x.double().t(), a("fused"), a("baseline"), lambda x: x.t().contiguous(), (x,),
+                    compile_eager=False)
+
+    scope = dict(locals())
+    cases = {name: fn for name, fn in scope.items() if name.startswith("case_")}
+
+    # ---- the run ------------------------------------------------------------------------
+
+    props = torch.cuda.get_device_properties(0)
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, check=True).stdout.strip().splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        driver = "unknown"
+    doc = {
+        "device": torch.cuda.get_device_name(0), "driver": driver, "cuda": torch.version.cuda,
+        "torch": torch.__version__, "triton": triton.__version__,
+        "sm_count": props.multi_processor_count,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "timing": f"triton.testing.do_bench median, warmup 25 ms, rep {args.rep_ms:g} ms",
+        "tolerance_rel_l2": harness.REL_L2_TOLERANCE,
+        "copy_gbps": None, "runs": [], "checks": [], "attention_configs": [], "errors": [],
+    }
+    out_path = Path(args.out) if args.out else KERNELS_DIR / "results" / f"{harness.device_slug(doc['device'])}.json"
+
+    def save():
+        doc["summary"] = harness.summarize(doc["runs"], doc["copy_gbps"])
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(json.dumps(doc, indent=1) + "\n")
+
+    if not args.check_only:
+        src = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
+        dst = torch.empty_like(src)
+        doc["copy_gbps"] = round(2 * src.numel() / timed(lambda: dst.copy_(src)) / 1e6, 1)
+        print(f"copy bandwidth: {doc['copy_gbps']} GB/s", flush=True)
+        del src, dst
+
+    def check(kernel, shape, mode, dtype_name, c, variant, run):
+        """Runs one variant once on poisoned output, compares it with the reference."""
+        ours = variant in ("fused", "baseline")
+        if ours:
+            c.out.fill_(float("nan"))
+        got = run()
+        torch.cuda.synchronize()
+        out = c.view(c.out) if ours else c.torch_view(got)
+        ref = c.ref() if ours else c.ref_torch()
+        rel, max_abs, bad = compare(out, ref)
+        ok = harness.is_correct(rel, dtype_name, bad)
+        if not ok:
+            print(f"  WRONG {kernel} {mode or ''} {harness.shape_str(shape)} {dtype_name} {variant}: "
+                  f"rel_l2 {rel:.3g}, max_abs {max_abs:.3g}, bad {bad}", flush=True)
+        return ok, max_abs, rel
+
+    selected = args.kernel or list(harness.KERNELS)
+    started = time.time()
+    for kernel in selected:
+        spec = harness.SHAPES[kernel]
+        timed_dtype = spec.get("dtype", "bfloat16")
+        # Correctness in the other 16-bit type too (and float32 where the kernel has it),
+        # at the ragged and a mid-sized shape: checks only, not timed.
+        extra_dtypes = [] if "dtype" in spec else (["float16"] if kernel == "attention_fwd" else ["float16", "float32"])
+        for mode in spec.get("modes", [None]):
+            for shape in spec["shapes"]:
+                for dtype_name in [timed_dtype] + extra_dtypes:
+                    is_timed = dtype_name == timed_dtype and not args.check_only
+                    if dtype_name != timed_dtype and shape not in spec["shapes"][1:3]:
+                        continue
+                    try:
+                        c = cases["case_" + kernel](shape, mode, getattr(torch, dtype_name))
+                        variants = {"fused": c.fused, "baseline": c.baseline,
+                                    "torch_eager": lambda c=c: c.eager_fn(*c.eager_args)}
+                        if c.library:
+                            variants["torch_library"] = c.library
+                        if c.compile_eager and is_timed:
+                            compiled = torch.compile(c.eager_fn, dynamic=False)
+                            variants["torch_compile"] = lambda c=c, f=compiled: f(*c.eager_args)
+                        for variant, run in variants.items():
+                            ok, max_abs, rel = check(kernel, shape, mode, dtype_name, c, variant, run)
+                            if is_timed:
+                                ms = timed(run)
+                                doc["runs"].append(harness.run_record(kernel, shape, dtype_name, variant, ms, mode,
+                                                                      ok, max_abs, rel))
+                            else:
+                                doc["checks"].append({"kernel": kernel, "mode": mode, "shape": harness.shape_str(shape),
+                                                      "dtype": dtype_name, "variant": variant, "correct": ok,
+                                                      "max_abs_err": max_abs, "rel_err": rel})
+                        if kernel == "attention_fwd" and is_timed:
+                            for i, cfg in enumerate(c.configs, start=1):
+                                ms = timed(cfg)
+                                doc["attention_configs"].append({"shape": harness.shape_str(shape), "mode": mode,
+                                                                 "config": i, "ms": round(ms, 5),
+                                                                 "tflops": round(harness.flops(kernel, shape, mode) / ms / 1e9, 2)})
+                    except Exception as e:  # one failing case must not lose the rest of the run
+                        msg = f"{kernel} {mode or ''} {harness.shape_str(shape)} {dtype_name}: {type(e).__name__}: {e}"
+                        print("  ERROR " + msg, flush=True)
+                        doc["errors"].append(msg)
+                    finally:
+                        c = None
+                        torch.cuda.empty_cache()
+        print(f"{kernel}: done ({time.time() - started:.0f} s)", flush=True)
+        save()
+
+    save()
+    problems = harness.validate_results(doc)
+    print_table(doc)
+    print(f"results: {out_path}" + (f" (problems: {problems})" if problems else ""))
+    ours_wrong = [r for r in doc["runs"] + doc["checks"]
+                  if r["correct"] is False and r["variant"] in ("fused", "baseline")]
+    return 1 if ours_wrong or doc["errors"] else 0
+
+
+def print_table(doc):
+    print(f"\n{doc['device']}  copy {doc['copy_gbps']} GB/s  torch {doc['torch']}")
+    print(f"{'kernel':<22}{'mode':<8}{'shape':<18}{'fused ms':>10}{'GB/s|TF':>9}{'%copy':>7}"
+          f"{'x eager':>9}{'x lib':>8}{'x compile':>10}{'x base':>8}")
+    fused = {(r["kernel"], r.get("mode"), r["shape"]): r for r in doc["runs"] if r["variant"] == "fused"}
+    for s in doc.get("summary", []):
+        r = fused[(s["kernel"], s["mode"], s["shape"])]
+        thr = r.get("gbps", r.get("tflops"))
+        f = lambda k: f"{s[k]:.2f}" if k in s else "-"  # noqa: E731
+        pct = f"{100 * s['fraction_of_copy']:.0f}" if "fraction_of_copy" in s else "-"
+        print(f"{s['kernel']:<22}{s['mode'] or '':<8}{s['shape']:<18}{s['fused_ms']:>10.4f}{thr:>9}{pct:>7}"
+              f"{f('speedup_vs_torch_eager'):>9}{f('speedup_vs_torch_library'):>8}"
+              f"{f('speedup_vs_torch_compile'):>10}{f('speedup_vs_baseline'):>8}")
+    wrong = [r for r in doc["runs"] + doc["checks"] if r["correct"] is False]
+    ours = [r for r in wrong if r["variant"] in ("fused", "baseline")]
+    print(f"outside tolerance: {len(ours)} of ours, {len(wrong) - len(ours)} of PyTorch's; errors: {len(doc['errors'])}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The benchmark's logic that needs neither a GPU nor PyTorch: the shapes, tolerances,
+byte and flop counts, the results format and its summary. bench.py drives it on a GPU;
+test_bench_logic.py checks it anywhere (CI)."""
+import math
+import re
+
+# Accuracy of an output against the float64 reference: relative L2 error
+# ||out - ref|| / ||ref||. float32 math lands far below 1e-5; a 16-bit output's own
+# rounding alone gives about 2^-9 (bf16) or 2^-12 (fp16), so the bounds leave headroom
+# for float32 accumulation and fast exp/tanh without letting a wrong element pass.
+REL_L2_TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
+
+VARIANTS = ("fused", "baseline", "torch_eager", "torch_library", "torch_compile")
+
+# Shapes per kernel, small to LLM-sized, with ragged ones (sizes not multiples of the
+# block or the 8-element pack). Modes are separate rows of the results.
+SHAPES = {
+    "bias_gelu": {"modes": ["tanh", "erf"], "shapes": [(1024, 1024), (4097, 3001), (4096, 4096), (16384, 8192)]},
+    "softmax": {"shapes": [(1024, 1024), (4097, 3001), (4096, 4096), (16384, 8192), (1024, 131072)]},
+    "layernorm": {"shapes": [(1024, 1024), (4097, 3001), (4096, 4096), (16384, 8192)]},
+    "rmsnorm": {"shapes": [(1024, 1024), (4097, 3001), (4096, 4096), (16384, 8192)]},
+    "gated_mlp": {"modes": ["swiglu", "geglu"], "shapes": [(1024, 1024), (4097, 3001), (4096, 4096), (16384, 8192)]},
+    # (tokens, heads, head_dim) with sequence length 1024 or 4096
+    "rope": {"shapes": [(2048, 16, 64), (1000, 7, 72), (8192, 32, 128), (32768, 32, 128)]},
+    "cross_entropy": {"shapes": [(1024, 32000), (4097, 50257), (4096, 128256), (8192, 50304)]},
+    # (batch, heads, seq, head_dim); modes: causal or not
+    "attention_fwd": {"modes": ["causal", "full"],
+                      "shapes": [(2, 3, 777, 64), (8, 16, 1024, 64), (1, 5, 1000, 128), (4, 16, 2048, 128),
+                                 (4, 16, 4096, 128)]},
+    "lesson_coalescing": {"dtype": "float32", "shapes": [(3001, 4097), (4096, 4096), (8192, 8192)]},
+    "lesson_vectorized": {"dtype": "bfloat16", "shapes": [((1 << 24) + 3,), (1 << 24,), (1 << 28,)]},
+    "lesson_warp_reduce": {"dtype": "float32", "shapes": [(4097, 3001), (65536, 1024), (16384, 8192)]},
+    "lesson_tiled_matmul": {"dtype": "float32", "shapes": [(1000, 1001, 999), (1024, 1024, 1024), (4096, 4096, 4096)]},
+    "lesson_smem_transpose": {"dtype": "float32", "shapes": [(3001, 4097), (4096, 4096), (8192, 8192)]},
+}
+KERNELS = tuple(SHAPES)
+MEMORY_BOUND = ("bias_gelu", "softmax", "layernorm", "rmsnorm", "gated_mlp", "rope", "cross_entropy")
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def shape_str(shape):
+    return "x".join(str(d) for d in shape)
+
+
+def numel(shape_text):
+    return math.prod(int(d) for d in shape_text.split("x"))
+
+
+def rel_l2(sq_err_sum, sq_ref_sum):
+    """||out - ref|| / ||ref|| from the two sums of squares (0/0 counts as exact)."""
+    if sq_ref_sum == 0:
+        return 0.0 if sq_err_sum == 0 else math.inf
+    return math.sqrt(sq_err_sum / sq_ref_sum)
+
+
+def is_correct(rel_err, dtype, bad_elements):
+    """bad_elements: NaN/Inf where the reference is finite, or elements left unwritten."""
+    return bad_elements == 0 and math.isfinite(rel_err) and rel_err <= REL_L2_TOLERANCE[dtype]
+
+
+def bytes_moved(kernel, shape, dtype):
+    """The fewest bytes a perfectly fused kernel must move: each input read once, each output written once."""
+    b = DTYPE_BYTES[dtype]
+    if kernel in ("bias_gelu",):
+        rows, cols = shape
+        return 2 * rows * cols * b + cols * b
+    if kernel in ("softmax", "rmsnorm", "layernorm"):
+        rows, cols = shape
+        params = {"softmax": 0, "rmsnorm": 1, "layernorm": 2}[kernel]
+        return 2 * rows * cols * b + params * cols * b
+    if kernel == "gated_mlp":
+        rows, cols = shape
+        return 3 * rows * cols * b
+    if kernel == "rope":
+        tokens, heads, dim = shape
+        return 2 * tokens * heads * dim * b
+    if kernel == "cross_entropy":
+        rows, vocab = shape
+        return rows * vocab * b + rows * 8 + rows * 4
+    if kernel in ("lesson_coalescing", "lesson_smem_transpose"):
+        return 2 * math.prod(shape) * b
+    if kernel == "lesson_vectorized":
+        return 2 * shape[0] * b
+    if kernel == "lesson_warp_reduce":
+        rows, cols = shape
+        return rows * cols * b + rows * b
+    return None
+
+
+def flops(kernel, shape, mode=None):
+    if kernel == "attention_fwd":
+        batch, heads, seq, dim = shape
+        f = 4 * batch * heads * seq * seq * dim
+        return f / 2 if mode == "causal" else f
+    if kernel == "lesson_tiled_matmul":
+        m, n, k = shape
+        return 2 * m * n * k
+    return None
+
+
+def run_record(kernel, shape, dtype, variant, ms, mode=None, correct=None, max_abs_err=None, rel_err=None):
+    """One row of "runs": time plus throughput (gbps for memory-bound kernels, tflops for matmul-like)."""
+    r = {"kernel": kernel, "shape": shape_str(shape), "dtype": dtype, "variant": variant, "ms": round(ms, 5)}
+    if mode:
+        r["mode"] = mode
+    by, fl = bytes_moved(kernel, shape, dtype), flops(kernel, shape, mode)
+    if by is not None:
+        r["gbps"] = round(by / ms / 1e6, 1)
+    if fl is not None:
+        r["tflops"] = round(fl / ms / 1e9, 2)
+    r["correct"] = correct
+    r["max_abs_err"] = max_abs_err
+    if rel_err is not None:
+        r["rel_err"] = rel_err
+    return r
+
+
+def summarize(runs, copy_gbps):
+    """Per (kernel, mode, shape, dtype): fused time against every other variant, and the
+    fraction of the run's copy bandwidth the fused kernel reached."""
+    groups = {}
+    for r in runs:
+        key = (r["kernel"], r.get("mode"), r["shape"], r["dtype"])
+        groups.setdefault(key, {})[r["variant"]] = r
+    out = []
+    for (kernel, mode, shape, dtype), by_variant in groups.items():
+        fused = by_variant.get("fused")
+        if not fused or not fused.get("ms"):
+            continue
+        row = {"kernel": kernel, "mode": mode, "shape": shape, "dtype": dtype, "fused_ms": fused["ms"]}
+        for v in VARIANTS[1:]:
+            if v in by_variant and by_variant[v].get("ms"):
+                row["speedup_vs_" + v] = round(by_variant[v]["ms"] / fused["ms"], 3)
+        if fused.get("gbps") and copy_gbps:
+            row["fraction_of_copy"] = round(fused["gbps"] / copy_gbps, 3)
+        out.append(row)
+    return out
+
+
+def device_slug(name):
+    """'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3' (the results file's name)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+REQUIRED_TOP = ("device", "driver", "cuda", "torch", "date", "command", "copy_gbps", "runs")
+REQUIRED_RUN = ("kernel", "shape", "dtype", "variant", "ms", "correct", "max_abs_err")
+
+
+def validate_results(doc):
+    """Problems with a results document, as strings (empty when it is well-formed)."""
+    problems = [f"missing key '{k}'" for k in REQUIRED_TOP if k not in doc]
+    for i, r in enumerate(doc.get("runs", [])):
+        problems += [f"runs[{i}]: missing '{k}'" for k in REQUIRED_RUN if k not in r]
+        if "gbps" not in r and "tflops" not in r:
+            problems.append(f"runs[{i}]: neither 'gbps' nor 'tflops'")
+        if r.get("variant") not in VARIANTS:
+            problems.append(f"runs[{i}]: unknown variant {r.get('variant')!r}")
+    return problems

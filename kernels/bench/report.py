@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Writes the measured numbers of a results JSON into the READMEs: a table per kernel
+(kernels/<name>/README.md) and the targets overview (kernels/README.md), each between
+<!-- results:begin --> and <!-- results:end --> markers, so the prose never carries
+numbers that the committed results do not.
+
+  python3 kernels/bench/report.py kernels/results/nvidia-h200.json"""
+import json
+import math
+import sys
+from pathlib import Path
+
+import harness
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+
+
+def fmt(x, digits=2):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def times(x):
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def by_group(doc):
+    """{(kernel, mode, shape): {variant: run}} in results order."""
+    groups = {}
+    for r in doc["runs"]:
+        groups.setdefault((r["kernel"], r.get("mode"), r["shape"]), {})[r["variant"]] = r
+    return groups
+
+
+def ratio(group, other):
+    f, o = group.get("fused"), group.get(other)
+    return o["ms"] / f["ms"] if f and o else None
+
+
+def kernel_table(doc, kernel):
+    copy = doc["copy_gbps"]
+    lines = [f"Measured on {doc['device']} (driver {doc['driver']}, CUDA {doc['cuda']}, torch {doc['torch']}), "
+             f"{doc['date'][:10]}, `{doc['command']}`; copy bandwidth of the same run {copy:.0f} GB/s. "
+             "Speedups are the other variant's median time over the fused kernel's (above 1: fused is faster).", "",
+             "| mode | shape | dtype | fused ms | throughput | % of copy | vs eager | vs library | vs compile | vs baseline | correct |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (k, mode, shape), g in by_group(doc).items():
+        if k != kernel or "fused" not in g:
+            continue
+        f = g["fused"]
+        thr = f"{f['gbps']:.0f} GB/s" if "gbps" in f else f"{f['tflops']:.0f} TFLOP/s"
+        pct = f"{100 * f['gbps'] / copy:.0f}%" if "gbps" in f else "-"
+        ok = all(g[v]["correct"] for v in ("fused", "baseline") if v in g)
+        lines.append(f"| {mode or ''} | {shape} | {f['dtype']} | {f['ms']:.4f} | {thr} | {pct} | "
+                     f"{times(ratio(g, 'torch_eager'))} | {times(ratio(g, 'torch_library'))} | "
+                     f"{times(ratio(g, 'torch_compile'))} | {times(ratio(g, 'baseline'))} | {'yes' if ok else 'NO'} |")
+    extra = [c for c in doc.get("checks", []) if c["kernel"] == kernel and c["variant"] in ("fused", "baseline")]
+    if extra:
+        bad = [c for c in extra if not c["correct"]]
+        dtypes = sorted({c["dtype"] for c in extra})
+        lines += ["", f"Also checked (not timed) in {', '.join(dtypes)}: {len(extra) - len(bad)} of {len(extra)} "
+                      "fused/baseline results within tolerance."]
+    lines += ["", f"Plot: [time against size](../results/plots/{Path(doc['_file']).stem}/{kernel}.svg)."]
+    return "\n".join(lines)
+
+
+def largest(groups, kernel):
+    """The groups of a kernel at its largest shape, one per mode."""
+    best = {}
+    for (k, mode, shape), g in groups.items():
+        if k == kernel and "fused" in g and (mode not in best or harness.numel(shape) > harness.numel(best[mode][0])):
+            best[mode] = (shape, g)
+    return best
+
+
+def overview(doc):
+    groups = by_group(doc)
+    copy = doc["copy_gbps"]
+    lines = [f"{doc['device']}, {doc['date'][:10]}, copy bandwidth {copy:.0f} GB/s; each kernel at its largest "
+             "measured shape (bf16 unless the lesson says otherwise). Targets: memory-bound kernels >= 90% of copy "
+             "bandwidth and >= 1.0x torch.compile; every kernel >= 3x the eager form; attention >= 0.8x "
+             "F.scaled_dot_product_attention at 4x16x4096x128 causal.", "",
+             "| kernel | mode | shape | fused ms | % of copy | vs eager | vs library | vs compile | targets |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for kernel in harness.KERNELS:
+        for mode, (shape, g) in largest(groups, kernel).items():
+            f = g["fused"]
+            pct = 100 * f["gbps"] / copy if "gbps" in f else None
+            eager, lib, comp = ratio(g, "torch_eager"), ratio(g, "torch_library"), ratio(g, "torch_compile")
+            missed = []
+            if kernel in harness.MEMORY_BOUND:
+                if pct is not None and pct < 90:
+                    missed.append("bandwidth")
+                if comp is not None and comp < 1.0:
+                    missed.append("compile")
+            if kernel == "attention_fwd" and mode == "causal" and lib is not None and lib < 0.8:
+                missed.append("SDPA parity")
+            if eager is not None and eager < 3 and not kernel.startswith("lesson_"):
+                missed.append("3x eager")
+            verdict = "met" if not missed else "missed: " + ", ".join(missed)
+            if kernel.startswith("lesson_"):
+                verdict = "lesson (vs baseline " + times(ratio(g, "baseline")) + ")"
+            lines.append(f"| [{kernel}]({kernel}/README.md) | {mode or ''} | {shape} | {f['ms']:.4f} | "
+                         f"{'-' if pct is None else f'{pct:.0f}%'} | {times(eager)} | {times(lib)} | {times(comp)} | {verdict} |")
+    return "\n".join(lines)
+
+
+def replace_block(path, text):
+    content = path.read_text()
+    if BEGIN not in content or END not in content:
+        raise SystemExit(f"{path}: no {BEGIN} ... {END} block")
+    head, rest = content.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(head + BEGIN + "\n" + text + "\n" + END + tail)
+
+
+def main():
+    path = Path(sys.argv[1])
+    doc = json.loads(path.read_text())
+    doc["_file"] = str(path)
+    for kernel in harness.KERNELS:
+        replace_block(KERNELS_DIR / kernel / "README.md", kernel_table(doc, kernel))
+    replace_block(KERNELS_DIR / "README.md", overview(doc))
+
+
+if __name__ == "__main__":
+    main()

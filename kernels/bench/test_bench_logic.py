@@ -1,0 +1,79 @@
+"""CPU-side tests of the benchmark harness (no GPU, no PyTorch): run with
+python3 -m unittest test_bench_logic (CTest does, from kernels/bench)."""
+import math
+import unittest
+
+import harness
+
+
+class ToleranceTest(unittest.TestCase):
+    def test_rel_l2_is_the_norm_ratio(self):
+        # out = ref + e with ||ref||^2 = 25 and ||e||^2 = 0.25: 0.5 / 5
+        self.assertAlmostEqual(harness.rel_l2(0.25, 25.0), 0.1)
+        self.assertEqual(harness.rel_l2(0.0, 0.0), 0.0)
+        self.assertEqual(harness.rel_l2(1.0, 0.0), math.inf)
+
+    def test_bf16_rounding_passes_but_a_wrong_element_fails(self):
+        # One bf16 rounding step (relative 2^-9) on every element passes...
+        self.assertTrue(harness.is_correct(2 ** -9, "bfloat16", 0))
+        # ...the same error fails for float32, and so does one NaN or unwritten element.
+        self.assertFalse(harness.is_correct(2 ** -9, "float32", 0))
+        self.assertFalse(harness.is_correct(1e-4, "bfloat16", 1))
+        self.assertFalse(harness.is_correct(math.nan, "bfloat16", 0))
+        # A swapped pair of rows gives a relative error near sqrt(2) * spread: far out.
+        self.assertFalse(harness.is_correct(0.5, "bfloat16", 0))
+
+
+class CountsTest(unittest.TestCase):
+    def test_bytes_count_each_input_once_and_each_output_once(self):
+        # softmax 16384x8192 bf16: read 256 MiB, write 256 MiB
+        self.assertEqual(harness.bytes_moved("softmax", (16384, 8192), "bfloat16"), 2 * 16384 * 8192 * 2)
+        # gated MLP reads gate and up, writes y
+        self.assertEqual(harness.bytes_moved("gated_mlp", (10, 8), "float16"), 3 * 80 * 2)
+        # layernorm also reads weight and bias once
+        self.assertEqual(harness.bytes_moved("layernorm", (2, 4), "float32"), 2 * 8 * 4 + 2 * 4 * 4)
+
+    def test_causal_attention_counts_half_the_flops(self):
+        full = harness.flops("attention_fwd", (4, 16, 4096, 128), "full")
+        self.assertEqual(full, 4 * 4 * 16 * 4096 * 4096 * 128)
+        self.assertEqual(harness.flops("attention_fwd", (4, 16, 4096, 128), "causal"), full / 2)
+
+    def test_record_derives_throughput_from_time(self):
+        r = harness.run_record("softmax", (1000, 1000), "float32", "fused", 0.008, correct=True, max_abs_err=0.0)
+        # 8e6 bytes in 8 microseconds = 1000 GB/s
+        self.assertEqual(r["gbps"], 1000.0)
+        self.assertEqual(r["shape"], "1000x1000")
+        m = harness.run_record("lesson_tiled_matmul", (1000, 1000, 1000), "float32", "fused", 2.0)
+        self.assertEqual(m["tflops"], 1.0)  # 2e9 flops in 2 ms
+
+
+class ShapesTest(unittest.TestCase):
+    def test_every_kernel_has_a_ragged_shape_and_a_large_one(self):
+        for kernel, spec in harness.SHAPES.items():
+            shapes = spec["shapes"]
+            self.assertTrue(any(any(d % 8 for d in s) for s in shapes), kernel)
+            self.assertGreaterEqual(max(math.prod(s) for s in shapes), 1 << 24, kernel)
+
+
+class SummaryTest(unittest.TestCase):
+    def test_speedups_are_other_time_over_fused_time(self):
+        runs = [harness.run_record("rmsnorm", (4, 8), "bfloat16", v, ms, correct=True, max_abs_err=0)
+                for v, ms in (("fused", 0.1), ("torch_eager", 0.45), ("torch_compile", 0.12))]
+        (row,) = harness.summarize(runs, copy_gbps=0.001)
+        self.assertAlmostEqual(row["speedup_vs_torch_eager"], 4.5)
+        self.assertAlmostEqual(row["speedup_vs_torch_compile"], 1.2)
+        self.assertNotIn("speedup_vs_baseline", row)
+
+    def test_validate_names_missing_fields(self):
+        doc = {"device": "x", "runs": [{"kernel": "softmax", "variant": "fast"}]}
+        problems = harness.validate_results(doc)
+        self.assertIn("missing key 'copy_gbps'", problems)
+        self.assertIn("runs[0]: unknown variant 'fast'", problems)
+        self.assertIn("runs[0]: neither 'gbps' nor 'tflops'", problems)
+
+    def test_device_slug(self):
+        self.assertEqual(harness.device_slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
+
+
+if __name__ == "__main__":
+    unittest.main()

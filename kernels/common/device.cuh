@@ -1,0 +1,172 @@
+// Device helpers shared by the kernels: dtype conversion, 16-byte packs, warp and
+// block reductions, dispatch over the dtype codes of the C ABI, error checks.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "approx.h"
+#include "launch.h"
+#include "mlsem_kernels.h"
+
+namespace mlsem_kernels {
+
+// Return the CUDA error from the enclosing C ABI function instead of aborting the caller.
+#define MLSEM_TRY(expr)                                  \
+  do {                                                   \
+    cudaError_t mlsem_err_ = (expr);                     \
+    if (mlsem_err_ != cudaSuccess) return (int)mlsem_err_; \
+  } while (0)
+#define MLSEM_CHECK_LAUNCH() MLSEM_TRY(cudaGetLastError())
+
+// Runs BODY with `T` bound to the element type of a dtype code.
+#define MLSEM_DISPATCH(dtype, ...)               \
+  switch (dtype) {                               \
+    case MLSEM_F32: { using T = float; __VA_ARGS__; break; } \
+    case MLSEM_F16: { using T = __half; __VA_ARGS__; break; } \
+    case MLSEM_BF16: { using T = __nv_bfloat16; __VA_ARGS__; break; } \
+    default: return MLSEM_BAD_ARGUMENT;          \
+  }
+
+template <class T> __device__ __forceinline__ float to_f(T v) { return static_cast<float>(v); }
+template <> __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <class T> __device__ __forceinline__ T from_f(float v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
+
+// Elements per 16-byte pack.
+template <class T> constexpr int kPack = 16 / sizeof(T);
+
+// 16 bytes of T kept packed in 4 registers (half the registers of floats for 16-bit
+// types, which keeps more rows resident per SM); elements convert to float on access.
+template <class T>
+struct Pack {
+  uint4 raw;
+  __device__ __forceinline__ float operator[](int j) const { return to_f(reinterpret_cast<const T*>(&raw)[j]); }
+  __device__ __forceinline__ void set(int j, float v) { reinterpret_cast<T*>(&raw)[j] = from_f<T>(v); }
+};
+
+// Loads the pack at `col` of a row. VEC (row 16-byte aligned, cols a multiple of the
+// pack): one predicated 16-byte load, so a thread's loads can all be in flight at once;
+// otherwise element by element. Positions past the end of the row read as `fill`.
+// (Evict-first cache hints, ld/st.global.cs, on these accesses measured up to 10% slower
+// on an H200 for the row and elementwise kernels, and were dropped.)
+template <bool VEC, class T>
+__device__ __forceinline__ Pack<T> load_pack(const T* row, int64_t col, int64_t cols, float fill) {
+  Pack<T> p;
+  if constexpr (VEC) {
+    const bool in = col < cols;
+    p.raw = in ? *reinterpret_cast<const uint4*>(row + col) : make_uint4(0, 0, 0, 0);
+    if (!in)
+#pragma unroll
+      for (int j = 0; j < kPack<T>; ++j) p.set(j, fill);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPack<T>; ++j) reinterpret_cast<T*>(&p.raw)[j] = col + j < cols ? row[col + j] : from_f<T>(fill);
+  }
+  return p;
+}
+
+template <bool VEC, class T>
+__device__ __forceinline__ void store_pack(T* row, int64_t col, int64_t cols, const Pack<T>& p) {
+  if constexpr (VEC) {
+    if (col < cols) *reinterpret_cast<uint4*>(row + col) = p.raw;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPack<T>; ++j)
+      if (col + j < cols) row[col + j] = reinterpret_cast<const T*>(&p.raw)[j];
+  }
+}
+
+// Launches KERNEL<..., VEC> with VEC a compile-time copy of the runtime flag.
+#define MLSEM_WITH_VEC(vec, ...)           \
+  if (vec) {                               \
+    constexpr bool VEC = true;             \
+    __VA_ARGS__;                           \
+  } else {                                 \
+    constexpr bool VEC = false;            \
+    __VA_ARGS__;                           \
+  }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over the block, returned to every thread. blockDim.x is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // a previous call may still be reading `partial`
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < (int)(blockDim.x >> 5) ? partial[lane] : 0.f;
+  return warp_sum(v);
+}
+__device__ __forceinline__ float block_max(float v) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < (int)(blockDim.x >> 5) ? partial[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+// Online softmax state: running max m and sum s of exp(x - m). Merging two states
+// rescales the one with the smaller max (Milakov & Gimelshein 2018).
+struct MaxSum {
+  float m = -INFINITY;
+  float s = 0.f;
+};
+__device__ __forceinline__ MaxSum merge(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.m, b.m);
+  if (m == -INFINITY) return a;
+  return {m, a.s * __expf(a.m - m) + b.s * __expf(b.m - m)};
+}
+__device__ __forceinline__ MaxSum warp_merge(MaxSum v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v = merge(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+  return v;
+}
+__device__ __forceinline__ MaxSum block_merge(MaxSum v) {
+  __shared__ float pm[32], ps[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_merge(v);
+  __syncthreads();
+  if (lane == 0) { pm[warp] = v.m; ps[warp] = v.s; }
+  __syncthreads();
+  v = lane < (int)(blockDim.x >> 5) ? MaxSum{pm[lane], ps[lane]} : MaxSum{};
+  return warp_merge(v);
+}
+
+// Multiprocessors of the current device (read once).
+int sm_count();
+
+// Grid size for grid-stride elementwise kernels: enough blocks to fill the GPU a few times.
+inline int elementwise_blocks(int64_t work_items, int threads) {
+  const int64_t needed = ceil_div(work_items, threads);
+  const int64_t cap = int64_t{sm_count()} * 8;
+  return static_cast<int>(needed < 1 ? 1 : (needed < cap ? needed : cap));
+}
+
+// Device scratch memory for the baselines' intermediate tensors, from the stream-ordered
+// pool (kept cached, like PyTorch's allocator, so allocation stays out of the timings).
+cudaError_t scratch_alloc(void** ptr, size_t bytes, cudaStream_t stream);
+cudaError_t scratch_free(void* ptr, cudaStream_t stream);
+
+}  // namespace mlsem_kernels

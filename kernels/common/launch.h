@@ -1,0 +1,88 @@
+// Launch planning shared by the kernels (host side) and the CPU tests: pure C++, no CUDA.
+#pragma once
+
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define MLSEM_HOST_DEVICE __host__ __device__
+#else
+#define MLSEM_HOST_DEVICE
+#endif
+
+namespace mlsem_kernels {
+
+// A row-wise kernel (softmax, norms) runs one block per row. When the row fits,
+// each thread keeps `packs_per_thread` 16-byte packs in registers so the row is
+// read from memory once; otherwise it streams the row twice (`cached` false).
+struct RowPlan {
+  int threads = 0;
+  int packs_per_thread = 0;  // 1, 2, 4 or 8 when cached
+  bool cached = false;
+};
+
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// pack: elements per 16-byte pack (8 for bf16/fp16, 4 for fp32).
+inline RowPlan plan_rows(int64_t cols, int pack) {
+  const int64_t packs = ceil_div(cols, pack);
+  // Prefer 256-thread blocks: enough rows in flight per SM to cover memory latency.
+  for (int ppt : {1, 2, 4, 8}) {
+    const int64_t threads = round_up(ceil_div(packs, ppt), 32);
+    if (threads <= 256) return {static_cast<int>(threads), ppt, true};
+  }
+  const int64_t threads = round_up(ceil_div(packs, 8), 32);
+  if (threads <= 1024) return {static_cast<int>(threads), 8, true};
+  return {1024, 0, false};
+}
+
+// Whether 16-byte accesses are legal: every row starts on a 16-byte boundary.
+inline bool can_vectorize(const void* base, int64_t row_stride_elems, int elem_bytes) {
+  return reinterpret_cast<uintptr_t>(base) % 16 == 0 && (row_stride_elems * elem_bytes) % 16 == 0;
+}
+
+// Division by a divisor fixed at launch, as a multiply-high and a shift (the
+// Granlund-Montgomery method, as PyTorch's IntDivider): index math in the hot loops of
+// elementwise kernels would otherwise be an emulated 64-bit division per element pack.
+// Valid for dividends and divisors in [1, 2^31).
+struct FastDiv {
+  uint32_t divisor = 1, magic = 0, shift = 0;
+  FastDiv() = default;
+  explicit FastDiv(uint32_t d) : divisor(d) {
+    while ((uint64_t{1} << shift) < d) ++shift;
+    magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - d)) / d + 1);
+  }
+  MLSEM_HOST_DEVICE uint32_t div(uint32_t n) const {
+#ifdef __CUDA_ARCH__
+    const uint32_t t = __umulhi(n, magic);
+#else
+    const uint32_t t = static_cast<uint32_t>((uint64_t{n} * magic) >> 32);
+#endif
+    return (t + n) >> shift;
+  }
+  MLSEM_HOST_DEVICE uint32_t mod(uint32_t n) const { return n - div(n) * divisor; }
+};
+inline constexpr int64_t kFastDivLimit = int64_t{1} << 31;
+
+// Flash attention tile shapes: warps per block, 16-row MMA tiles per warp, keys per tile.
+struct AttentionConfig {
+  int warps;
+  int m_tiles_per_warp;
+  int block_n;
+  int block_m() const { return warps * 16 * m_tiles_per_warp; }
+  // Q tile plus double-buffered K and V tiles, 2-byte elements.
+  int smem_bytes(int head_dim) const { return (block_m() + 4 * block_n) * head_dim * 2; }
+};
+
+inline constexpr AttentionConfig kAttentionConfigs[] = {
+    {4, 1, 64},  // 64 query rows: light on registers
+    {4, 2, 64},  // 128 rows: each K/V fragment feeds two MMA tiles
+    {4, 2, 32},  // 128 rows, fewer score registers (head_dim 128)
+};
+inline constexpr int kAttentionConfigCount = 3;
+
+// The default tile shape (config 0 in the C ABI means "this one"): 128 query rows and
+// 64 keys per tile was fastest for head dims 64 and 128 on an H200 (kernels/results).
+inline int default_attention_config(int /*head_dim*/) { return 1; }
+
+}  // namespace mlsem_kernels

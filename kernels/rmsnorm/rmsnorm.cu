@@ -1,0 +1,112 @@
+// RMSNorm over the last dim: the row cached in registers (one read, one write), a
+// two-read fallback for very long rows, and the unfused baseline.
+#include "../common/eager.cuh"
+
+namespace mlsem_kernels {
+namespace {
+
+template <class T, int PPT, bool VEC>
+__global__ void rmsnorm_cached(const T* x, const T* w, T* y, int64_t cols, float eps) {
+  constexpr int P = kPack<T>;
+  const T* xr = x + blockIdx.x * cols;
+  Pack<T> v[PPT];
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) v[i] = load_pack<VEC>(xr, (int64_t(i) * blockDim.x + threadIdx.x) * P, cols, 0.f);
+  float sq = 0.f;
+#pragma unroll
+  for (int i = 0; i < PPT; ++i)
+#pragma unroll
+    for (int j = 0; j < P; ++j) sq += v[i][j] * v[i][j];
+  const float rrms = rsqrtf(block_sum(sq) / cols + eps);
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) {
+    const int64_t c = (int64_t(i) * blockDim.x + threadIdx.x) * P;
+    const Pack<T> wv = load_pack<VEC>(w, c, cols, 0.f);
+#pragma unroll
+    for (int j = 0; j < P; ++j) v[i].set(j, v[i][j] * rrms * wv[j]);
+    store_pack<VEC>(y + blockIdx.x * cols, c, cols, v[i]);
+  }
+}
+
+template <class T, bool VEC>
+__global__ void rmsnorm_streaming(const T* x, const T* w, T* y, int64_t cols, float eps) {
+  constexpr int P = kPack<T>;
+  const T* xr = x + blockIdx.x * cols;
+  float sq = 0.f;
+  for (int64_t c = int64_t{threadIdx.x} * P; c < cols; c += int64_t{blockDim.x} * P) {
+    const Pack<T> v = load_pack<VEC>(xr, c, cols, 0.f);
+#pragma unroll
+    for (int j = 0; j < P; ++j) sq += v[j] * v[j];
+  }
+  const float rrms = rsqrtf(block_sum(sq) / cols + eps);
+  for (int64_t c = int64_t{threadIdx.x} * P; c < cols; c += int64_t{blockDim.x} * P) {
+    Pack<T> v = load_pack<VEC>(xr, c, cols, 0.f);
+    const Pack<T> wv = load_pack<VEC>(w, c, cols, 0.f);
+#pragma unroll
+    for (int j = 0; j < P; ++j) v.set(j, v[j] * rrms * wv[j]);
+    store_pack<VEC>(y + blockIdx.x * cols, c, cols, v);
+  }
+}
+
+template <class T>
+int fused(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
+  const bool vec = can_vectorize(x, cols, sizeof(T)) && can_vectorize(y, cols, sizeof(T)) &&
+                   can_vectorize(w, cols, sizeof(T));
+  const RowPlan plan = plan_rows(cols, kPack<T>);
+  const unsigned grid = static_cast<unsigned>(rows);
+  MLSEM_WITH_VEC(vec, {
+    if (!plan.cached) {
+      rmsnorm_streaming<T, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps);
+    } else {
+      switch (plan.packs_per_thread) {
+        case 1: rmsnorm_cached<T, 1, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+        case 2: rmsnorm_cached<T, 2, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+        case 4: rmsnorm_cached<T, 4, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+        default: rmsnorm_cached<T, 8, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+      }
+    }
+  });
+  MLSEM_CHECK_LAUNCH();
+  return 0;
+}
+
+// The hand-written (Llama) form: x * rsqrt(x.pow(2).mean(-1) + eps) * w, one kernel per op
+// (the eager code's float32 upcast is left out: intermediates stay in x's dtype).
+template <class T>
+int baseline(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
+  using namespace eager;
+  const int64_t n = rows * cols;
+  Scratch scratch(s);
+  T *x2, *ms, *mse, *sd, *t1;
+  MLSEM_TRY(scratch.get(&x2, n));
+  MLSEM_TRY(scratch.get(&ms, rows));
+  MLSEM_TRY(scratch.get(&mse, rows));
+  MLSEM_TRY(scratch.get(&sd, rows));
+  MLSEM_TRY(scratch.get(&t1, n));
+  MLSEM_TRY(binary(Binary::kMul, x, x, Bcast::kFull, x2, rows, cols, s));
+  MLSEM_TRY(reduce(Reduce::kMean, x2, ms, rows, cols, s));
+  MLSEM_TRY(unary(Unary::kAddScalar, ms, mse, rows, eps, s));
+  MLSEM_TRY(unary(Unary::kSqrt, mse, sd, rows, 0.f, s));
+  MLSEM_TRY(binary(Binary::kDiv, x, sd, Bcast::kPerRow, t1, rows, cols, s));
+  MLSEM_TRY(binary(Binary::kMul, t1, w, Bcast::kTable, y, rows, cols, s));
+  return 0;
+}
+
+}  // namespace
+}  // namespace mlsem_kernels
+
+using namespace mlsem_kernels;
+
+extern "C" int mlsem_rmsnorm_fused(const void* x, const void* weight, void* y, int64_t rows, int64_t cols,
+                                   float eps, int dtype, mlsem_stream stream) {
+  if (rows <= 0 || cols <= 0) return MLSEM_BAD_ARGUMENT;
+  MLSEM_DISPATCH(dtype, return fused(static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<T*>(y),
+                                     rows, cols, eps, stream));
+}
+
+extern "C" int mlsem_rmsnorm_baseline(const void* x, const void* weight, void* y, int64_t rows, int64_t cols,
+                                      float eps, int dtype, mlsem_stream stream) {
+  if (rows <= 0 || cols <= 0) return MLSEM_BAD_ARGUMENT;
+  MLSEM_DISPATCH(dtype, return baseline(static_cast<const T*>(x), static_cast<const T*>(weight),
+                                        static_cast<T*>(y), rows, cols, eps, stream));
+}
