@@ -1,0 +1,41 @@
+// C = A·B for row-major float matrices (M×K times K×N).
+//
+// matmul_naive: one thread per output element, the dot product read straight from
+// global memory: every element of A is loaded N times and every element of B M times.
+// matmul_tiled: 32×32 tiles staged in shared memory (each global element loaded once
+// per tile), the inner product read from shared memory.
+//
+// Expected: CU008 on the naive kernel's accumulation. Not expected: CU008 or CU009 in
+// the tiled kernel (tile rows are read along threadIdx.x, columns broadcast).
+#include <cuda_runtime.h>
+
+__global__ void matmul_naive(const float* A, const float* B, float* C, int M, int N, int K) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < M && col < N) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      acc += A[row * K + k] * B[k * N + col];  // expect: CU008
+    }
+    C[row * N + col] = acc;
+  }
+}
+
+#define TILE 32
+
+__global__ void matmul_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                             int M, int N, int K) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int row = blockIdx.y * TILE + threadIdx.y;
+  int col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.0f;
+  for (int t = 0; t < K; t += TILE) {
+    As[threadIdx.y][threadIdx.x] = (row < M && t + threadIdx.x < K) ? A[row * K + t + threadIdx.x] : 0.0f;
+    Bs[threadIdx.y][threadIdx.x] = (col < N && t + threadIdx.y < K) ? B[(t + threadIdx.y) * N + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];  // ok: CU008, CU009
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}

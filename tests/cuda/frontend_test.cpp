@@ -1,0 +1,361 @@
+// The CUDA frontend on small kernels written for these tests: what reaches the IR.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "cuda/frontend.h"
+
+namespace mlsem::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+CudaOptions prelude_mode() {
+  CudaOptions o;
+  o.cuda_path = "none";
+  return o;
+}
+
+ir::Module parse(const std::string& text, const CudaOptions& options = prelude_mode(),
+                 const std::string& path = "test.cu") {
+  return build_ir(SourceFile{path, text}, options);
+}
+
+const ir::Function* function(const ir::Module& m, const std::string& name) {
+  for (const auto& f : m.functions)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::vector<const ir::Node*> nodes(const ir::Function& f, const std::string& op,
+                                   const std::function<bool(const ir::Node&)>& keep = nullptr) {
+  std::vector<const ir::Node*> out;
+  for (const auto& n : f.nodes)
+    if (n.op == op && (!keep || keep(n))) out.push_back(&n);
+  return out;
+}
+
+std::string str(const ir::Node& n, const std::string& key) {
+  const ir::Attr* a = n.attr(key);
+  return a && std::holds_alternative<std::string>(*a) ? std::get<std::string>(*a) : "<absent>";
+}
+std::optional<int64_t> num(const ir::Node& n, const std::string& key) {
+  const ir::Attr* a = n.attr(key);
+  if (a && std::holds_alternative<int64_t>(*a)) return std::get<int64_t>(*a);
+  return std::nullopt;
+}
+bool flag(const ir::Node& n, const std::string& key) {
+  const ir::Attr* a = n.attr(key);
+  return a && std::holds_alternative<bool>(*a) && std::get<bool>(*a);
+}
+auto param_is(const std::string& p) {
+  return [p](const ir::Node& n) { return str(n, "param") == p; };
+}
+
+std::string read_sample(const std::string& name) {
+  std::ifstream in(fs::path(MLSEM_SOURCE_DIR) / "samples" / "cuda" / name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(CudaLaneStride, RowPerThreadAccessHasStrideOfTheRowLength) {
+  auto m = parse(R"(
+__global__ void rows(const float* x, float* y, int C) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  float s = 0.0f;
+  for (int i = 0; i < C; ++i) s += x[row * C + i];
+  y[row] = s;
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "rows");
+  ASSERT_NE(f, nullptr);
+  auto x = nodes(*f, "load", param_is("x"));
+  ASSERT_EQ(x.size(), 1u);
+  EXPECT_EQ(str(*x[0], "lane_stride_text"), "C");
+  EXPECT_TRUE(flag(*x[0], "uncoalesced"));
+  EXPECT_TRUE(flag(*x[0], "in_loop"));
+  EXPECT_EQ(str(*x[0], "space"), "global");
+  auto y = nodes(*f, "store", param_is("y"));
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(num(*y[0], "lane_stride"), 1);
+  EXPECT_FALSE(flag(*y[0], "uncoalesced"));
+  // The lines of the accesses, 1-based, in the text above.
+  EXPECT_EQ(x[0]->range.begin.line, 5u);
+  EXPECT_EQ(y[0]->range.begin.line, 6u);
+}
+
+TEST(CudaLaneStride, WarpAndLaneIdsFromDivisionAndModulo) {
+  // warp = gtid / 32 is the same for a warp's lanes; lane = threadIdx.x % 32 walks them.
+  auto m = parse(R"(
+__global__ void warp_rows(const float* __restrict__ x, float* __restrict__ y, int C) {
+  int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x % 32;
+  for (int i = lane; i < C; i += 32) y[warp * C + i] = x[warp * C + i];
+}
+)");
+  const ir::Function* f = function(m, "warp_rows");
+  ASSERT_NE(f, nullptr);
+  auto loads = nodes(*f, "load");
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(num(*loads[0], "lane_stride"), 1);
+  EXPECT_FALSE(flag(*loads[0], "uncoalesced"));
+}
+
+TEST(CudaLaneStride, TransposedThreadRolesAreReported) {
+  auto m = parse(R"(
+__global__ void col_major(const float* __restrict__ a, float* __restrict__ b, int n) {
+  int r = blockIdx.y * blockDim.y + threadIdx.y;
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  b[c * n + r] = a[r * n + c];
+}
+)");
+  const ir::Function* f = function(m, "col_major");
+  ASSERT_NE(f, nullptr);
+  auto store = nodes(*f, "store");
+  ASSERT_EQ(store.size(), 1u);
+  EXPECT_TRUE(flag(*store[0], "uncoalesced"));
+  EXPECT_EQ(str(*store[0], "contiguous_dim_from"), "y");
+  EXPECT_EQ(num(*store[0], "ty_stride"), 1);
+  auto load = nodes(*f, "load");
+  ASSERT_EQ(load.size(), 1u);
+  EXPECT_EQ(str(*load[0], "contiguous_dim_from"), "x");
+}
+
+TEST(CudaBanks, ColumnReadOfTileWithPitch32ConflictsAnd33DoesNot) {
+  auto m = parse(R"(
+__global__ void tiles(float* out) {
+  __shared__ float a[32][32];
+  __shared__ float b[32][33];
+  a[threadIdx.y][threadIdx.x] = 1.0f;
+  b[threadIdx.y][threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = a[threadIdx.x][threadIdx.y] + b[threadIdx.x][threadIdx.y];
+}
+)");
+  const ir::Function* f = function(m, "tiles");
+  ASSERT_NE(f, nullptr);
+  auto a = nodes(*f, "load", param_is("a"));
+  auto b = nodes(*f, "load", param_is("b"));
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(num(*a[0], "bank_conflict_ways"), 32);
+  EXPECT_EQ(str(*a[0], "bank_stride_words"), "32");
+  EXPECT_EQ(num(*b[0], "bank_conflict_ways"), 1);
+  EXPECT_EQ(str(*b[0], "bank_stride_words"), "33");
+  // Row-wise stores are conflict-free in both.
+  for (const auto* s : nodes(*f, "store", [](const ir::Node& n) { return str(n, "space") == "shared"; }))
+    EXPECT_EQ(num(*s, "bank_conflict_ways"), 1);
+  auto tiles = nodes(*f, "shared_array");
+  ASSERT_EQ(tiles.size(), 2u);
+  EXPECT_EQ(num(*tiles[0], "pitch_words"), 32);
+  EXPECT_EQ(num(*tiles[1], "pitch_words"), 33);
+}
+
+TEST(CudaBanks, StridedReductionIndexHasSymbolicStride) {
+  auto m = parse(R"(
+__global__ void reduce(const float* __restrict__ in, float* __restrict__ out) {
+  extern __shared__ float s[];
+  unsigned tid = threadIdx.x;
+  s[tid] = in[blockIdx.x * blockDim.x + tid];
+  __syncthreads();
+  for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
+    unsigned index = 2 * stride * tid;
+    if (index < blockDim.x) s[index] += s[index + stride];
+    __syncthreads();
+  }
+  if (tid == 0) out[blockIdx.x] = s[0];
+}
+)");
+  const ir::Function* f = function(m, "reduce");
+  ASSERT_NE(f, nullptr);
+  auto strided = nodes(*f, "load", [](const ir::Node& n) { return str(n, "lane_stride_text") == "2*stride"; });
+  ASSERT_EQ(strided.size(), 2u);  // s[index] (of +=) and s[index + stride]
+  EXPECT_EQ(num(*strided[0], "bank_conflict_ways"), 2);
+  EXPECT_TRUE(flag(*strided[0], "bank_stride_symbolic"));
+  auto tree = nodes(*f, "tree_reduction");
+  ASSERT_EQ(tree.size(), 1u);
+  EXPECT_TRUE(flag(*tree[0], "interleaved"));
+  EXPECT_TRUE(flag(*tree[0], "reaches_warp"));
+  EXPECT_FALSE(flag(*tree[0], "kernel_uses_shuffle"));
+}
+
+TEST(CudaControlFlow, BarriersUnderThreadDependentControl) {
+  auto m = parse(R"(
+__global__ void k(float* x, int n) {
+  __shared__ float s[256];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  __syncthreads();
+  if (threadIdx.x < n) { s[threadIdx.x] = x[i]; __syncthreads(); }
+  if (blockIdx.x > 0) __syncthreads();
+  if (i >= n) return;
+  __syncthreads();
+}
+)");
+  const ir::Function* f = function(m, "k");
+  ASSERT_NE(f, nullptr);
+  auto b = nodes(*f, "barrier");
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_FALSE(flag(*b[0], "under_thread_dependent_branch"));
+  EXPECT_TRUE(flag(*b[1], "under_thread_dependent_branch"));
+  EXPECT_FALSE(flag(*b[2], "under_thread_dependent_branch"));  // blockIdx is uniform in a block
+  EXPECT_FALSE(flag(*b[2], "after_thread_dependent_return"));
+  EXPECT_TRUE(flag(*b[3], "after_thread_dependent_return"));
+}
+
+TEST(CudaPasses, ThreePassSoftmaxAndOnePassStatistics) {
+  auto m = parse(read_sample("softmax_naive.cu") + read_sample("layernorm.cu"), prelude_mode(), "both.cu");
+  auto kinds = [&](const char* fn) {
+    std::vector<std::string> out;
+    const ir::Function* f = function(m, fn);
+    if (f)
+      for (const auto* n : nodes(*f, "multi_pass")) out.push_back(str(*n, "kind") + "/" + std::to_string(*num(*n, "passes")));
+    return out;
+  };
+  EXPECT_EQ(kinds("softmax_thread_per_row"), std::vector<std::string>{"softmax/3"});
+  EXPECT_EQ(kinds("softmax_block_per_row"), std::vector<std::string>{"softmax/3"});
+  EXPECT_EQ(kinds("layernorm_two_pass"), std::vector<std::string>{"statistics/3"});
+  EXPECT_EQ(kinds("layernorm_welford"), std::vector<std::string>{"reread/2"});
+}
+
+TEST(CudaHost, LaunchesLinkToTheProducerOfTheirInput) {
+  auto m = parse(R"(
+__global__ void producer(const float* __restrict__ a, float* __restrict__ b, int n) {
+  for (int i = 0; i < n; ++i) b[blockIdx.x * n + i] = a[i] * a[i];
+}
+__global__ void relu(float* __restrict__ b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = b[i] > 0.0f ? b[i] : 0.0f;
+}
+void run(const float* d_a, float* d_b, int n) {
+  for (int step = 0; step < 10; ++step) {
+    producer<<<n, 1>>>(d_a, d_b, n);
+    relu<<<(n + 255) / 256, 256>>>(d_b, n);
+    cudaDeviceSynchronize();
+  }
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "run");
+  ASSERT_NE(f, nullptr);
+  auto launches = nodes(*f, "launch");
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(str(*launches[0], "kernel"), "producer");
+  EXPECT_FALSE(flag(*launches[0], "kernel_pointwise"));
+  EXPECT_TRUE(flag(*launches[1], "kernel_pointwise"));
+  EXPECT_TRUE(flag(*launches[1], "consumes_previous_output"));
+  ASSERT_EQ(launches[1]->inputs.size(), 1u);
+  EXPECT_EQ(&f->nodes[launches[1]->inputs[0]], launches[0]);
+  auto sync = nodes(*f, "host_sync");
+  ASSERT_EQ(sync.size(), 1u);
+  EXPECT_TRUE(flag(*sync[0], "in_loop"));
+  EXPECT_TRUE(flag(*sync[0], "loop_launches"));
+}
+
+TEST(CudaParams, ConstRestrictAndUse) {
+  auto m = parse(R"(
+__global__ void k(float* a, const float* __restrict__ b, float* c, int n) {
+  int i = threadIdx.x;
+  c[i] = a[i] + b[i];
+}
+)");
+  const ir::Function* f = function(m, "k");
+  ASSERT_NE(f, nullptr);
+  auto params = nodes(*f, "param");
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_TRUE(flag(*params[0], "read"));
+  EXPECT_FALSE(flag(*params[0], "written"));
+  EXPECT_FALSE(flag(*params[0], "const_pointee"));
+  EXPECT_TRUE(flag(*params[1], "const_pointee"));
+  EXPECT_TRUE(flag(*params[1], "restrict"));
+  EXPECT_TRUE(flag(*params[2], "written"));
+  EXPECT_FALSE(flag(*params[3], "pointer"));
+}
+
+TEST(CudaRobustness, MissingIncludeDegradesOnlyTheCodeThatNeedsIt) {
+  auto m = parse(R"(#include "no_such_header.cuh"
+__global__ void needs_header(const float* x, float* y) { y[threadIdx.x] = helper_from_header(x[threadIdx.x]); }
+__global__ void independent(const float* x, float* y, int C) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  y[row] = x[row * C];
+}
+)");
+  ASSERT_FALSE(m.diagnostics.empty());
+  EXPECT_NE(m.diagnostics[0].message.find("no_such_header.cuh"), std::string::npos);
+  EXPECT_EQ(m.diagnostics[0].range.begin.line, 1u);
+  const ir::Function* f = function(m, "independent");
+  ASSERT_NE(f, nullptr);
+  auto loads = nodes(*f, "load");
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(str(*loads[0], "lane_stride_text"), "C");
+  EXPECT_NE(function(m, "needs_header"), nullptr);
+}
+
+TEST(CudaRobustness, GarbageAndEmptyInputGiveDiagnosticsNotCrashes) {
+  auto empty = parse("");
+  EXPECT_TRUE(empty.functions.empty());
+  auto garbage = parse("__global__ void k( { int x = ; }}}} \x01\x02 template<<<");
+  EXPECT_FALSE(garbage.diagnostics.empty());
+  EXPECT_EQ(garbage.language, "cuda");
+}
+
+TEST(CudaSuppressions, IgnoreCommentsAreRecordedByLine) {
+  auto m = parse("__global__ void k(float* x) {\n  x[0] = 1;  // mlsem: ignore[CU001, CU003]\n  x[1] = 2;  // mlsem: ignore\n}\n");
+  ASSERT_EQ(m.suppressions.count(2), 1u);
+  EXPECT_EQ(m.suppressions.at(2), (std::vector<std::string>{"CU001", "CU003"}));
+  ASSERT_EQ(m.suppressions.count(3), 1u);
+  EXPECT_TRUE(m.suppressions.at(3).empty());
+}
+
+TEST(CudaModes, PreludeAndToolkitParseTheSameSample) {
+  const char* toolkit = "/usr/local/cuda";
+  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
+  std::string text = read_sample("bias_gelu.cu");
+  CudaOptions with_toolkit;
+  with_toolkit.cuda_path = toolkit;
+  auto a = parse(text, prelude_mode(), "samples/cuda/bias_gelu.cu");
+  auto b = parse(text, with_toolkit, "samples/cuda/bias_gelu.cu");
+  EXPECT_TRUE(a.diagnostics.empty()) << a.diagnostics[0].message;
+  EXPECT_TRUE(b.diagnostics.empty()) << b.diagnostics[0].message;
+  ASSERT_EQ(a.functions.size(), b.functions.size());
+  for (size_t i = 0; i < a.functions.size(); ++i) {
+    EXPECT_EQ(a.functions[i].name, b.functions[i].name);
+    std::vector<std::string> ops_a, ops_b;
+    for (const auto& n : a.functions[i].nodes) ops_a.push_back(n.op + "@" + std::to_string(n.range.begin.line));
+    for (const auto& n : b.functions[i].nodes) ops_b.push_back(n.op + "@" + std::to_string(n.range.begin.line));
+    EXPECT_EQ(ops_a, ops_b) << a.functions[i].name;
+  }
+}
+
+TEST(CudaCompileCommands, NvccFlagsAreTranslated) {
+  fs::path dir = fs::temp_directory_path() / ("mlsem_cuda_cc_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "inc");
+  std::ofstream(dir / "inc" / "helper.cuh") << "__device__ inline float twice(float v) { return 2.0f * v; }\n";
+  std::string source = (dir / "k.cu").string();
+  std::string text =
+      "#include \"helper.cuh\"\n"
+      "#ifndef FROM_COMPILE_COMMANDS\n#error the -D flag was lost\n#endif\n"
+      "#if __CUDA_ARCH__ != 800\n#error the -arch flag was lost\n#endif\n"
+      "__global__ void k(float* y) { y[threadIdx.x] = twice(y[threadIdx.x]); }\n";
+  std::ofstream(source) << text;
+  std::ofstream(dir / "compile_commands.json")
+      << "[{\"directory\": \"" << dir.string() << "\", \"file\": \"" << source
+      << "\", \"command\": \"/usr/local/cuda/bin/nvcc -O3 -arch=sm_80 --use_fast_math -Xcompiler -fPIC "
+         "--expt-relaxed-constexpr -DFROM_COMPILE_COMMANDS=1 -Iinc -lineinfo -c k.cu -o k.o\"}]";
+  CudaOptions options = prelude_mode();
+  options.compile_commands_dir = dir.string();
+  auto m = parse(text, options, source);
+  fs::remove_all(dir);
+  for (const auto& d : m.diagnostics) ADD_FAILURE() << d.range.begin.line << ": " << d.message;
+  EXPECT_NE(function(m, "k"), nullptr);
+}
+
+}  // namespace
+}  // namespace mlsem::cuda
