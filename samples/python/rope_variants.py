@@ -1,0 +1,73 @@
+"""Rotary position embeddings by hand in the complex and the interleaved (GPT-J) layouts.
+
+Models: Meta's original complex-number RoPE (`view_as_complex` of the paired dims,
+multiplied by a precomputed `freqs_cis`, then `view_as_real(...).flatten(3)`), the
+interleaved GPT-J layout on even/odd strided slices stacked back together, and a
+layer that calls flash-attn's fused rotary kernel instead.
+
+Expected findings:
+- POS001 on the `xq_out` and `xk_out` lines of apply_rotary_emb_complex.
+- POS001 on the stack line of apply_rotary_interleaved.
+Not expected: POS001 in FusedRotaryAttention (flash_attn.layers.rotary), and on the
+frequency table helpers (they build tables; they do not rotate activations).
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from flash_attn.layers.rotary import apply_rotary_emb
+
+
+def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0):
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))  # ok: POS001
+    t = torch.arange(end, device=freqs.device, dtype=torch.float32)
+    freqs = torch.outer(t, freqs)
+    return torch.polar(torch.ones_like(freqs), freqs)  # complex64
+
+
+def reshape_for_broadcast(freqs_cis: torch.Tensor, x: torch.Tensor):
+    shape = [d if i == 1 or i == x.ndim - 1 else 1 for i, d in enumerate(x.shape)]
+    return freqs_cis.view(*shape)
+
+
+def apply_rotary_emb_complex(xq: torch.Tensor, xk: torch.Tensor, freqs_cis: torch.Tensor):
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    freqs_cis = reshape_for_broadcast(freqs_cis, xq_)
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)  # expect: POS001
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)  # expect: POS001
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+def sincos_table(seq_len: int, rotary_dim: int, base: float = 10000.0):
+    inv_freq = 1.0 / (base ** (torch.arange(0, rotary_dim, 2, dtype=torch.float32) / rotary_dim))  # ok: POS001
+    angles = torch.einsum("i,j->ij", torch.arange(seq_len, dtype=torch.float32), inv_freq)
+    return torch.sin(angles), torch.cos(angles)
+
+
+def apply_rotary_interleaved(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+    """GPT-J layout: dims (0, 1), (2, 3), ... are the rotated pairs."""
+    sin = sin[None, :, None, :]
+    cos = cos[None, :, None, :]
+    x1 = x[..., ::2]
+    x2 = x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)  # expect: POS001
+
+
+class FusedRotaryAttention(nn.Module):
+    """Same rotation through flash-attn's Triton kernel."""
+
+    def __init__(self, dim: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = dim // n_heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).unbind(2)
+        q = apply_rotary_emb(q, cos, sin, interleaved=False)  # ok: POS001
+        k = apply_rotary_emb(k, cos, sin, interleaved=False)  # ok: POS001
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        return self.out(out.transpose(1, 2).reshape(b, t, d))
