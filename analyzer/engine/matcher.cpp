@@ -250,9 +250,32 @@ std::vector<bool> data_flow(const ir::Function& fn) {
   return data;
 }
 
+// Whether a node holds per-row statistics rather than full-size data: a reduction,
+// or pointwise work whose data operands are all such statistics (std + eps).
+std::vector<bool> reduced_flow(const ir::Function& fn, const std::vector<bool>& data) {
+  static const std::set<std::string> kReductions = {"mean", "sum", "var", "std", "max", "min", "amax", "norm",
+                                                    "logsumexp"};
+  std::vector<bool> reduced(fn.nodes.size(), false);
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const ir::Node& n = fn.nodes[i];
+    if (kReductions.count(n.op)) {
+      reduced[i] = true;
+      continue;
+    }
+    bool any_reduced = false, any_full = false;
+    for (ir::NodeId in : n.inputs) {
+      if (in >= i || !data[in]) continue;
+      (reduced[in] ? any_reduced : any_full) = true;
+    }
+    reduced[i] = any_reduced && !any_full;
+  }
+  return reduced;
+}
+
 }  // namespace
 
-FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.size(), 0), data_(data_flow(fn)) {
+FunctionView::FunctionView(const ir::Function& fn)
+    : fn_(fn), users_(fn.nodes.size(), 0), data_(data_flow(fn)), reduced_(reduced_flow(fn, data_)) {
   for (const auto& node : fn.nodes)
     for (ir::NodeId in : node.inputs)
       if (in < users_.size()) ++users_[in];
@@ -263,7 +286,8 @@ std::map<std::string, ir::Attr> FunctionView::computed_attrs(ir::NodeId id) cons
   return {{"op", n.op},
           {"users", static_cast<int64_t>(users_[id])},
           {"inputs", static_cast<int64_t>(n.inputs.size())},
-          {"data", static_cast<bool>(data_[id])}};
+          {"data", static_cast<bool>(data_[id])},
+          {"reduced", static_cast<bool>(reduced_[id])}};
 }
 
 bool FunctionView::inside(uint32_t region, const RegionSpec& spec) const {

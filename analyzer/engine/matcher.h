@@ -22,7 +22,8 @@ class FunctionView {
   uint32_t users(ir::NodeId id) const { return users_[id]; }
   // Attributes derived from the graph, usable in predicates like stored ones:
   // "op" (the node's op), "users" (how many nodes use it), "inputs" (its operand count),
-  // "data" (it holds data-sized tensors: see data_flow in matcher.cpp).
+  // "data" (it holds data-sized tensors: see data_flow in matcher.cpp), "reduced" (it
+  // holds per-row statistics, such as a mean or std + eps: see reduced_flow).
   std::map<std::string, ir::Attr> computed_attrs(ir::NodeId id) const;
   // Is `region` or any region enclosing it of this kind with these attributes?
   bool inside(uint32_t region, const RegionSpec& spec) const;
@@ -31,6 +32,7 @@ class FunctionView {
   const ir::Function& fn_;
   std::vector<uint32_t> users_;
   std::vector<bool> data_;
+  std::vector<bool> reduced_;
 };
 
 struct Match {
