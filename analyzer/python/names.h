@@ -1,0 +1,45 @@
+// Name heuristics of the Python frontend: which names denote scalars, optimizers,
+// module classes, dtypes; where a canonical callee lives. Pure functions on text.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mlsem::python {
+
+// Where a canonical dotted callee lives; `name` is its last component.
+enum class Namespace { kTorch, kFunctional, kEinops, kMath, kOther };
+struct CalleeName {
+  Namespace ns = Namespace::kOther;
+  std::string_view name;
+};
+CalleeName classify_callee(std::string_view canonical);
+
+// Names that by convention hold a Python scalar: `scale`, `self.softmax_scale`,
+// `head_dim`, `d_k`, `n_head`, `temperature`, `norm_factor`, ... (last component).
+bool is_scalar_name(std::string_view dotted);
+// Roots whose attributes are hyperparameters: `config.n_embd`, `args.lr`.
+bool is_config_root(std::string_view name);
+// `optimizer`, `opt`, `self.optim`, `g_opt`, ... (not `scheduler`).
+bool is_optimizer_name(std::string_view dotted);
+// Names a mask is usually kept under: `mask`, `attn_mask`, `causal_bias`.
+bool is_mask_name(std::string_view dotted);
+bool contains_causal(std::string_view dotted);
+// `torch.nn.Linear`, `GPT`, `optim.SGD`: the last component starts upper-case (a class).
+bool is_class_name(std::string_view canonical);
+// "torch.float16" / "torch.half" / "float16" -> "float16"; "" when not a dtype.
+std::string dtype_name(std::string_view text);
+// The IR op a torch.nn module class computes when called ("torch.nn.Linear" ->
+// "linear"), "sequential"/"identity" for containers, "" when not modelled.
+std::string_view module_op(std::string_view canonical_class);
+
+// An einsum spec with two operands that contracts exactly one index: which operand
+// needs a transpose to read it as a @ b. "bhid,bhjd->bhij" -> b transposed.
+struct EinsumMatmul {
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+std::optional<EinsumMatmul> einsum_as_matmul(std::string_view spec);
+
+}  // namespace mlsem::python

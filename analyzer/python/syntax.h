@@ -1,0 +1,94 @@
+// tree-sitter-python access: node kinds and fields as ids looked up once (hot loops
+// compare integers, never type strings), plus text, range and child helpers.
+#pragma once
+
+#include <tree_sitter/api.h>
+
+#include <string_view>
+#include <vector>
+
+#include "core/source.h"
+
+extern "C" const TSLanguage* tree_sitter_python();
+
+namespace mlsem::python {
+
+struct Syntax {
+  // Node kinds.
+  TSSymbol module, function_definition, class_definition, decorated_definition, decorator, block,
+      expression_statement, assignment, augmented_assignment, return_statement, if_statement,
+      elif_clause, else_clause, for_statement, while_statement, with_statement, with_clause,
+      with_item, try_statement, except_clause, finally_clause, match_statement, case_clause,
+      import_statement, import_from_statement, future_import_statement, aliased_import,
+      dotted_name, relative_import, wildcard_import, identifier, attribute, call, argument_list,
+      keyword_argument, list_splat, dictionary_splat, subscript, slice, binary_operator,
+      unary_operator, boolean_operator, not_operator, comparison_operator,
+      parenthesized_expression, tuple, list, set, dictionary, pair, expression_list,
+      pattern_list, tuple_pattern, list_pattern, list_splat_pattern, integer, float_, string,
+      concatenated_string, interpolation, true_, false_, none, ellipsis, conditional_expression,
+      named_expression, lambda, list_comprehension, set_comprehension, dictionary_comprehension,
+      generator_expression, parameters, default_parameter, typed_parameter,
+      typed_default_parameter, as_pattern, as_pattern_target, comment, await_, type;
+  // Fields.
+  TSFieldId f_name, f_body, f_parameters, f_left, f_right, f_operator, f_function, f_arguments,
+      f_object, f_attribute, f_value, f_subscript, f_condition, f_consequence, f_alternative,
+      f_argument, f_definition, f_module_name, f_alias, f_type, f_superclasses, f_key;
+
+  // Looked up once, on first use (thread-safe static initialization, read-only after).
+  static const Syntax& get();
+  // Names of kinds/fields the grammar did not know (empty when the ids all resolved).
+  std::vector<std::string_view> unresolved;
+};
+
+inline std::string_view text_of(TSNode n, std::string_view src) {
+  uint32_t b = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  if (b > src.size()) return {};
+  return src.substr(b, std::min<size_t>(e, src.size()) - b);
+}
+
+inline Range range_of(TSNode n) {
+  if (ts_node_is_null(n)) return {};
+  TSPoint b = ts_node_start_point(n), e = ts_node_end_point(n);
+  Range r;
+  r.begin = {b.row + 1, b.column + 1};
+  r.end = {e.row + 1, e.column + 1};
+  r.begin_byte = ts_node_start_byte(n);
+  r.end_byte = ts_node_end_byte(n);
+  return r;
+}
+
+inline TSNode field(TSNode n, TSFieldId id) { return ts_node_child_by_field_id(n, id); }
+
+// Iterates children through a cursor: ts_node_child(i) walks from the first child,
+// so indexing a wide node (a module of 10,000 statements) would be quadratic.
+class Children {
+ public:
+  Children() : cursor_(ts_tree_cursor_new(TSNode{})) {}
+  ~Children() { ts_tree_cursor_delete(&cursor_); }
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+
+  // Named children of n except comments, in order, into out (cleared first).
+  void named(TSNode n, std::vector<TSNode>& out, TSSymbol comment) {
+    out.clear();
+    uint32_t count = ts_node_child_count(n);
+    if (count <= 4) {  // indexing a few children is cheaper than moving a cursor
+      for (uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_child(n, i);
+        if (ts_node_is_named(c) && ts_node_symbol(c) != comment) out.push_back(c);
+      }
+      return;
+    }
+    ts_tree_cursor_reset(&cursor_, n);
+    if (!ts_tree_cursor_goto_first_child(&cursor_)) return;
+    do {
+      TSNode c = ts_tree_cursor_current_node(&cursor_);
+      if (ts_node_is_named(c) && ts_node_symbol(c) != comment) out.push_back(c);
+    } while (ts_tree_cursor_goto_next_sibling(&cursor_));
+  }
+
+ private:
+  TSTreeCursor cursor_;
+};
+
+}  // namespace mlsem::python
