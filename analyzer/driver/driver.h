@@ -3,7 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/finding.h"
@@ -12,20 +16,47 @@
 
 namespace mlsem {
 
+namespace kernels {
+class Catalog;
+}
+
+// Findings below this confidence are hidden unless --min-confidence says otherwise.
+inline constexpr double kDefaultMinConfidence = 0.5;
+
 struct DriverOptions {
   unsigned jobs = 0;                  // 0 = all cores
   double min_confidence = 0.0;        // findings below are dropped
   size_t max_file_bytes = 4u << 20;   // larger files get an error entry
   cuda::CudaOptions cuda;
+  std::optional<std::set<std::string>> only_rules;  // rule ids to report; nullopt = every rule
+  const kernels::Catalog* catalog = nullptr;         // when set, fills Finding::measured
 };
+
+// The texts of the files that have findings, by path, for reports that quote source.
+using SourceTexts = std::map<std::string, SourceFile>;
 
 // Directories are walked recursively for .py (.cu/.cuh when CUDA support is built),
 // skipping .git, virtual environments, build and node_modules directories.
 // A path that does not exist or cannot be read becomes an error entry; the run goes on.
 Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine,
                      const DriverOptions& options);
+// The same, also keeping the text of every file with a finding in `sources`.
+Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine,
+                     const DriverOptions& options, SourceTexts* sources);
 
 // One in-memory file (used by tests and editors).
 Report analyze_source(const SourceFile& file, const Engine& engine, const DriverOptions& options);
+
+// The IR of one file from the frontend for its extension: CUDA for .cu/.cuh when
+// CUDA support is built, else Python.
+ir::Module build_module(const SourceFile& file, const DriverOptions& options);
+
+// Reads one file the way analyze_paths does: the error for a missing, non-regular,
+// unreadable, oversized, binary (NUL byte) or non-UTF-8 file, else nullopt and `out`.
+std::optional<FileError> read_source_file(const std::string& path, size_t max_file_bytes,
+                                          SourceFile& out);
+
+// mlsem's version, "0.1.0".
+std::string_view version();
 
 }  // namespace mlsem

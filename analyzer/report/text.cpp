@@ -1,0 +1,144 @@
+// The text report, shaped like rustc/clang diagnostics so that terminals, editors'
+// "jump to file:line:col" and grep all work on it.
+#include <cstdio>
+#include <string_view>
+
+#include "report/report.h"
+
+namespace mlsem::report {
+namespace {
+
+constexpr int kTabWidth = 4;
+
+struct Style {
+  bool color;
+  std::string paint(std::string_view text, const char* code) const {
+    if (!color) return std::string(text);
+    return std::string("\x1b[") + code + "m" + std::string(text) + "\x1b[0m";
+  }
+  std::string bold(std::string_view t) const { return paint(t, "1"); }
+  std::string gutter(std::string_view t) const { return paint(t, "1;34"); }
+  std::string severity(std::string_view t, std::string_view level) const {
+    return paint(t, level == "error" ? "1;31" : level == "warning" ? "1;33" : "1;36");
+  }
+};
+
+std::string plural(size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+// Tabs become spaces so that the caret line below lines up with what is printed.
+std::string expand_tabs(std::string_view line) {
+  std::string out;
+  for (char c : line) {
+    if (c == '\t')
+      out.append(kTabWidth, ' ');
+    else
+      out += c;
+  }
+  return out;
+}
+
+// Screen width of the first `bytes` bytes of a line, as expand_tabs prints it
+// (UTF-8 continuation bytes take no column).
+size_t display_width(std::string_view line, size_t bytes) {
+  size_t width = 0;
+  for (size_t i = 0; i < bytes && i < line.size(); ++i) {
+    unsigned char c = line[i];
+    if (c == '\t')
+      width += kTabWidth;
+    else if ((c & 0xC0) != 0x80)
+      ++width;
+  }
+  return width;
+}
+
+// The first line of the range, with carets under its part of the range:
+//    |
+// 12 |     att = q @ k.transpose(-2, -1)
+//    |           ^^^^^^^^^^^^^^^^^^^^^^^
+void excerpt(const Finding& finding, const SourceFile& file, const Style& style, std::string& out) {
+  const Range& range = finding.range;
+  std::string_view line = file.line(range.begin.line);
+  std::string number = std::to_string(range.begin.line);
+  std::string pad(number.size(), ' ');
+  size_t start = range.begin.column ? range.begin.column - 1 : 0;
+  size_t stop = range.end.line == range.begin.line ? range.end.column - 1 : line.size();
+  if (range.end.line != range.begin.line)  // up to the line's last non-blank character
+    while (stop > start && (line[stop - 1] == ' ' || line[stop - 1] == '\t')) --stop;
+  size_t lead = display_width(line, start);
+  size_t carets = std::max<size_t>(1, display_width(line, stop) - std::min(lead, display_width(line, stop)));
+  out += pad + " " + style.gutter("|") + "\n";
+  out += style.gutter(number + " |") + " " + expand_tabs(line) + "\n";
+  out += pad + " " + style.gutter("|") + " " + std::string(lead, ' ') +
+         style.severity(std::string(carets, '^'), finding.severity) + "\n";
+}
+
+void finding_text(const Finding& finding, const SourceTexts& sources, const Style& style, std::string& out) {
+  char confidence[32];
+  std::snprintf(confidence, sizeof confidence, "%.2f", finding.confidence);
+  out += style.bold(finding.path + ":" + std::to_string(finding.range.begin.line) + ":" +
+                    std::to_string(finding.range.begin.column) + ":") +
+         " " + style.severity(finding.rule, finding.severity) + " [" + finding.concept_id + "] " +
+         finding.message + " (confidence " + confidence + ")\n";
+  std::string indent(std::to_string(finding.range.begin.line).size() + 1, ' ');
+  auto source = sources.find(finding.path);
+  if (source != sources.end() && finding.range.valid()) excerpt(finding, source->second, style, out);
+  for (const Evidence& item : finding.evidence) {
+    out += indent + (item.present ? style.paint("+", "32") : style.paint("-", "2")) + " " + item.text;
+    if (item.present && item.range.valid()) out += " (line " + std::to_string(item.range.begin.line) + ")";
+    out += "\n";
+  }
+  if (!finding.fix.empty()) out += indent + style.bold("fix:") + " " + finding.fix + "\n";
+  if (finding.kernel) {
+    out += indent + style.bold("kernel:") + " " + *finding.kernel;
+    if (!finding.measured.empty()) out += " (" + finding.measured + ")";
+    out += "\n";
+  }
+  out += "\n";
+}
+
+void error_text(const FileError& error, const Style& style, std::string& out) {
+  std::string where = error.path + ":";
+  if (error.line) where += std::to_string(error.line) + ":" + std::to_string(error.column) + ":";
+  out += style.bold(where) + " " + style.severity("error:", "error") + " " + error.message + "\n";
+}
+
+// "3 findings (2 warnings, 1 info) in 12 files; 1 file error"
+std::string summary(const Report& report) {
+  size_t by_severity[3] = {0, 0, 0};
+  for (const Finding& f : report.findings)
+    ++by_severity[f.severity == "error" ? 0 : f.severity == "warning" ? 1 : 2];
+  std::string line;
+  if (report.findings.empty()) {
+    line = "no findings";
+  } else {
+    line = plural(report.findings.size(), "finding", "findings") + " (";
+    std::string parts;
+    const std::string_view names[3][2] = {{"error", "errors"}, {"warning", "warnings"}, {"info", "info"}};
+    for (int s = 0; s < 3; ++s) {
+      if (!by_severity[s]) continue;
+      if (!parts.empty()) parts += ", ";
+      parts += plural(by_severity[s], names[s][0], names[s][1]);
+    }
+    line += parts + ")";
+  }
+  line += " in " + plural(report.files_analyzed, "file", "files");
+  // "file errors", not "errors": error-severity findings are counted in the parentheses.
+  if (!report.errors.empty()) line += "; " + plural(report.errors.size(), "file error", "file errors");
+  return line;
+}
+
+}  // namespace
+
+std::string to_text(const Report& report, const SourceTexts& sources, const TextOptions& options) {
+  Style style{options.color};
+  std::string out;
+  for (const Finding& finding : report.findings) finding_text(finding, sources, style, out);
+  for (const FileError& error : report.errors) error_text(error, style, out);
+  if (!report.errors.empty()) out += "\n";
+  out += style.bold(summary(report)) + "\n";
+  return out;
+}
+
+}  // namespace mlsem::report

@@ -1,0 +1,290 @@
+// The `mlsem` binary as a user runs it: exit codes, output formats, usage errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "driver/driver.h"
+
+namespace mlsem {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device random;
+    path_ = fs::temp_directory_path() / ("mlsem-cli-" + std::to_string(random()) + std::to_string(getpid()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string write(const std::string& relative, const std::string& text) const {
+    fs::path file = path_ / relative;
+    fs::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << text;
+    return file.string();
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+struct Outcome {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `cd DIR && ENV mlsem ARGS` through the shell; ARGS and ENV are shell text.
+Outcome mlsem(const std::string& args, const std::string& dir = ".", const std::string& env = "") {
+  TempDir capture;
+  std::string err_file = capture.str() + "/stderr";
+  std::string command = "cd '" + dir + "' && " + env + " '" MLSEM_BINARY "' " + args + " 2>'" + err_file + "'";
+  Outcome run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.out.append(buffer, n);
+  int status = pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The ATT001 finding spans the matched nodes: from `q @ k` on line 6 (column 14,
+// after "    scores = ") to the end of `probs @ v` on line 8 (column 21, exclusive).
+const char* kAttention = R"(import math
+import torch.nn.functional as F
+
+
+def attention(q, k, v):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    probs = F.softmax(scores, dim=-1)
+    return probs @ v
+)";
+
+const char* kClean = "def add(a, b):\n    return a + b\n";
+
+TEST(CliUsage, VersionAndHelp) {
+  Outcome shown = mlsem("--version");
+  EXPECT_EQ(shown.code, 0);
+  EXPECT_EQ(shown.out, "mlsem " + std::string(mlsem::version()) + "\n");
+  for (const char* args : {"--help", "help", "help analyze", "analyze --help", "kernels -h", "help ir"}) {
+    Outcome help = mlsem(args);
+    EXPECT_EQ(help.code, 0) << args;
+    EXPECT_TRUE(contains(help.out, "usage: mlsem")) << args << "\n" << help.out;
+  }
+  EXPECT_TRUE(contains(mlsem("analyze --help").out, "--min-confidence"));
+}
+
+TEST(CliUsage, MistakesExitTwoWithAMessage) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {Case{"", "no command given"},
+                        Case{"frobnicate", "unknown command 'frobnicate'"},
+                        Case{"--frobnicate", "unknown option '--frobnicate'"},
+                        Case{"analyze --bogus x.py", "unknown option '--bogus'"},
+                        Case{"analyze", "no paths given"},
+                        Case{"analyze --format xml x.py", "--format: expected one of"},
+                        Case{"analyze --min-confidence 2 x.py", "--min-confidence"},
+                        Case{"analyze -j many x.py", "-j"},
+                        Case{"analyze --color sometimes x.py", "--color"},
+                        Case{"analyze x.py --output", "needs a value"},
+                        Case{"analyze --select NOPE999 x.py", "no rule 'NOPE999'"},
+                        Case{"explain NOPE999", "no rule 'NOPE999'"},
+                        Case{"explain", "expected one rule"},
+                        Case{"help frobnicate", "unknown command 'frobnicate'"},
+                        Case{"kernels frob", "unknown action 'frob'"},
+                        Case{"kernels show no_such_kernel", "no kernel 'no_such_kernel'"},
+                        Case{"ir notes.txt", "not a .py file"}}) {
+    Outcome run = mlsem(c.args);
+    EXPECT_EQ(run.code, 2) << c.args;
+    EXPECT_TRUE(contains(run.err, c.message)) << c.args << "\n" << run.err;
+    EXPECT_TRUE(run.out.empty()) << c.args;
+  }
+}
+
+TEST(CliAnalyze, CleanFileExitsZero) {
+  TempDir dir;
+  dir.write("clean.py", kClean);
+  Outcome run = mlsem("analyze clean.py", dir.str());
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "no findings in 1 file\n");
+}
+
+TEST(CliAnalyze, FindingExitsOneWithACompilerStyleReport) {
+  TempDir dir;
+  dir.write("attn.py", kAttention);
+  Outcome run = mlsem("analyze attn.py", dir.str());
+  EXPECT_EQ(run.code, 1) << run.err;
+  EXPECT_TRUE(run.out.starts_with("attn.py:6:14: ATT001 [scaled-dot-product-attention] ")) << run.out;
+  // The first line of the range is marked from column 14 to its last character:
+  // `q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))` is 47 characters.
+  EXPECT_TRUE(contains(run.out, "\n6 |     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n  | " +
+                                    std::string(13, ' ') + std::string(47, '^') + "\n"))
+      << run.out;
+  EXPECT_TRUE(contains(run.out, "\n  + softmax over the last dim")) << run.out;
+  EXPECT_TRUE(contains(run.out, "\n  kernel: kernels/attention_fwd")) << run.out;
+  EXPECT_TRUE(contains(run.out, "\n1 finding (1 warning) in 1 file\n")) << run.out;
+  EXPECT_FALSE(contains(run.out, "\x1b[")) << "no colour into a pipe";
+  EXPECT_TRUE(contains(mlsem("analyze --color always attn.py", dir.str()).out, "\x1b["));
+}
+
+TEST(CliAnalyze, FileErrorsExitOneAndTheRestIsReported) {
+  TempDir dir;
+  dir.write("clean.py", kClean);
+  dir.write("bin.py", std::string("\0\0", 2));
+  Outcome run = mlsem("analyze . missing.py", dir.str());
+  EXPECT_EQ(run.code, 1);
+  EXPECT_TRUE(contains(run.out, "bin.py:1:1: error: binary file")) << run.out;
+  EXPECT_TRUE(contains(run.out, "missing.py: error: no such file or directory")) << run.out;
+  EXPECT_TRUE(contains(run.out, "no findings in 1 file; 2 file errors")) << run.out;
+}
+
+TEST(CliAnalyze, JsonReport) {
+  TempDir dir;
+  dir.write("attn.py", kAttention);
+  Outcome run = mlsem("analyze --format json attn.py", dir.str());
+  EXPECT_EQ(run.code, 1) << run.err;
+  json root = json::parse(run.out);
+  ASSERT_EQ(root["findings"].size(), 1u);
+  EXPECT_EQ(root["findings"][0]["rule"], "ATT001");
+  EXPECT_EQ(root["findings"][0]["path"], "attn.py");
+  EXPECT_EQ(root["findings"][0]["line"], 6);
+  EXPECT_EQ(root["findings"][0]["column"], 14);
+  EXPECT_EQ(root["findings"][0]["end_line"], 8);
+  EXPECT_EQ(root["findings"][0]["end_column"], 21);
+  EXPECT_EQ(root["findings"][0]["function"], "attention");
+  EXPECT_TRUE(root["errors"].empty());
+}
+
+TEST(CliAnalyze, SarifReportToAnOutputFile) {
+  TempDir dir;
+  dir.write("attn.py", kAttention);
+  Outcome run = mlsem("analyze --format=sarif -o out.sarif attn.py", dir.str());
+  EXPECT_EQ(run.code, 1) << run.err;
+  EXPECT_TRUE(run.out.empty()) << "the report goes to the file only";
+  std::ifstream file(dir.str() + "/out.sarif");
+  json log = json::parse(file);
+  EXPECT_EQ(log["version"], "2.1.0");
+  const json& result = log["runs"][0]["results"][0];
+  EXPECT_EQ(result["ruleId"], "ATT001");
+  EXPECT_EQ(result["locations"][0]["physicalLocation"]["region"]["startLine"], 6);
+  // The rule each result names is described in tool.driver.rules at ruleIndex.
+  EXPECT_EQ(log["runs"][0]["tool"]["driver"]["rules"][result["ruleIndex"].get<size_t>()]["id"], "ATT001");
+}
+
+TEST(CliAnalyze, UnwritableOutputExitsTwo) {
+  TempDir dir;
+  dir.write("clean.py", kClean);
+  Outcome run = mlsem("analyze clean.py --output no/such/dir/out.txt", dir.str());
+  EXPECT_EQ(run.code, 2);
+  EXPECT_TRUE(contains(run.err, "cannot write")) << run.err;
+}
+
+TEST(CliAnalyze, SelectIgnoreAndMinConfidence) {
+  TempDir dir;
+  dir.write("attn.py", kAttention);
+  EXPECT_EQ(mlsem("analyze --select ATT001 attn.py", dir.str()).code, 1);
+  EXPECT_EQ(mlsem("analyze --select hand-written-attention attn.py", dir.str()).code, 1);
+  Outcome ignored = mlsem("analyze --ignore ATT001 attn.py", dir.str());
+  EXPECT_EQ(ignored.code, 0);
+  EXPECT_EQ(ignored.out, "no findings in 1 file\n");
+  // A finding is kept at exactly its own confidence and dropped just above it.
+  double confidence = json::parse(mlsem("analyze --format json attn.py", dir.str()).out)["findings"][0]["confidence"];
+  char at[32], above[32];
+  std::snprintf(at, sizeof at, "%.17g", confidence);
+  std::snprintf(above, sizeof above, "%.17g", confidence + 1e-6);
+  EXPECT_EQ(mlsem(std::string("analyze --min-confidence ") + at + " attn.py", dir.str()).code, 1);
+  if (confidence + 1e-6 <= 1.0) EXPECT_EQ(mlsem(std::string("analyze --min-confidence ") + above + " attn.py", dir.str()).code, 0);
+}
+
+TEST(CliAnalyze, JobCountDoesNotChangeTheOutput) {
+  TempDir dir;
+  for (int i = 0; i < 12; ++i) dir.write("pkg" + std::to_string(i % 3) + "/m" + std::to_string(i) + ".py", kAttention);
+  dir.write("pkg1/bad.py", "def f(:\n");
+  Outcome one = mlsem("analyze -j 1 --format json .", dir.str());
+  Outcome four = mlsem("analyze -j4 --format json .", dir.str());
+  EXPECT_EQ(one.code, 1);
+  EXPECT_EQ(json::parse(one.out)["findings"].size(), 12u);
+  EXPECT_EQ(one.out, four.out);
+}
+
+TEST(CliData, BadRuleDataExitsTwoNamingTheFile) {
+  TempDir data, dir;
+  data.write("concepts/c.toml", "");
+  data.write("patterns/p.toml", "");
+  data.write("rules/broken.toml", "id = \"X001\"\nname = [unclosed\n");
+  dir.write("clean.py", kClean);
+  Outcome run = mlsem("--data '" + data.str() + "' analyze clean.py", dir.str());
+  EXPECT_EQ(run.code, 2);
+  EXPECT_TRUE(contains(run.err, "broken.toml:")) << run.err;
+  // $MLSEM_DATA names the data directory too; --data wins over it.
+  Outcome from_env = mlsem("rules", dir.str(), "MLSEM_DATA='" + data.str() + "'");
+  EXPECT_EQ(from_env.code, 2);
+  EXPECT_TRUE(contains(from_env.err, "broken.toml:")) << from_env.err;
+  EXPECT_EQ(mlsem("--data '" MLSEM_SOURCE_DIR "' rules", dir.str(), "MLSEM_DATA='" + data.str() + "'").code, 0);
+}
+
+TEST(CliDocs, RulesExplainConcepts) {
+  Outcome rules = mlsem("rules");
+  EXPECT_EQ(rules.code, 0) << rules.err;
+  EXPECT_TRUE(rules.out.starts_with("ID")) << rules.out;
+  EXPECT_TRUE(contains(rules.out, "ATT001")) << rules.out;
+  json list = json::parse(mlsem("rules --format json").out);
+  ASSERT_TRUE(list.is_array());
+  bool listed = false;
+  for (const json& rule : list) listed |= rule["id"] == "ATT001" && rule["name"] == "hand-written-attention";
+  EXPECT_TRUE(listed);
+
+  Outcome by_id = mlsem("explain ATT001"), by_name = mlsem("explain hand-written-attention");
+  EXPECT_EQ(by_id.code, 0);
+  EXPECT_EQ(by_id.out, by_name.out);
+  EXPECT_TRUE(by_id.out.starts_with("ATT001 hand-written-attention (warning")) << by_id.out;
+  EXPECT_TRUE(contains(by_id.out, "\nConcept\n")) << by_id.out;
+
+  Outcome concepts = mlsem("concepts");
+  EXPECT_EQ(concepts.code, 0);
+  EXPECT_TRUE(contains(concepts.out, "scaled-dot-product-attention")) << concepts.out;
+}
+
+TEST(CliIr, DumpsTheIrOfAFile) {
+  TempDir dir;
+  dir.write("attn.py", kAttention);
+  Outcome run = mlsem("ir attn.py", dir.str());
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "softmax")) << run.out;
+  EXPECT_TRUE(contains(run.out, "matmul")) << run.out;
+  Outcome missing = mlsem("ir missing.py", dir.str());
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(contains(missing.err, "no such file")) << missing.err;
+}
+
+TEST(CliKernels, ListAndShow) {
+  Outcome list = mlsem("kernels list");
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_TRUE(contains(list.out, "attention_fwd")) << list.out;
+  Outcome show = mlsem("kernels show attention_fwd");
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_FALSE(show.out.empty());
+}
+
+}  // namespace
+}  // namespace mlsem
