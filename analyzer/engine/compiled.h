@@ -29,7 +29,9 @@ struct CompiledPattern {
   uint32_t line = 0;
   PatternTerm term;
   double base = 0.5;
-  std::string focus;  // label whose range is the finding's range; "" = union of matched nodes
+  // Labels whose ranges make the finding's location; empty: the matched nodes this
+  // function shows (docs/PATTERNS.md).
+  std::vector<std::string> focus;
   std::vector<std::string> distinct;  // variables that must bind different nodes
   std::optional<RegionSpec> inside;
   std::optional<RegionSpec> not_inside;

@@ -151,8 +151,10 @@ std::vector<Finding> Engine::analyze(const ir::Module& module) const {
           c.spans.emplace_back(r.begin_byte, r.end_byte);
           if (!fn.range.valid() || contains(fn.range, r)) own = merge(own, r);
         }
-        ir::NodeId focus = p.focus.empty() ? ir::kNoNode : m->label(p.focus);
-        c.finding.range = focus != ir::kNoNode ? fn.nodes[focus].range : own.valid() ? own : node.range;
+        Range focus;
+        for (const auto& label : p.focus)
+          if (ir::NodeId id = m->label(label); id != ir::kNoNode) focus = merge(focus, fn.nodes[id].range);
+        c.finding.range = focus.valid() ? focus : own.valid() ? own : node.range;
         if (!c.finding.range.valid()) c.finding.range = node.range;
         c.located_in_own_function = own.valid();
         std::sort(c.spans.begin(), c.spans.end());

@@ -302,14 +302,16 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
       }
       p.base = r.number(*t, "base").value_or(0.5);
       if (p.base < 0 || p.base > 1) r.error(line, "base must be within [0, 1]");
-      p.focus = r.str(*t, "focus", false, line);
+      if (const toml::node* f = t->get("focus"); f && f->is_string()) p.focus = {*f->value<std::string>()};
+      else p.focus = r.strs(*t, "focus", false, line);
       p.inside = region_clause(r, *t, "inside");
       p.not_inside = region_clause(r, *t, "not_inside");
 
       std::vector<std::string> labels;
       collect_labels(p.term, labels);
       auto known_label = [&](const std::string& l) { return std::find(labels.begin(), labels.end(), l) != labels.end(); };
-      if (!p.focus.empty() && !known_label(p.focus)) r.error(line, "focus '" + p.focus + "' is not a label in match");
+      for (const auto& f : p.focus)
+        if (!known_label(f)) r.error(line, "focus '" + f + "' is not a label in match");
       p.distinct = r.strs(*t, "distinct", false, line);
       std::vector<std::string> names = labels;
       collect_vars(p.term, names);

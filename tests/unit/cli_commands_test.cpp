@@ -11,6 +11,7 @@
 #include <string>
 
 #include "driver/driver.h"
+#include "temp_dir.h"
 
 namespace mlsem {
 namespace {
@@ -18,28 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device random;
-    path_ = fs::temp_directory_path() / ("mlsem-cli-" + std::to_string(random()) + std::to_string(getpid()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string write(const std::string& relative, const std::string& text) const {
-    fs::path file = path_ / relative;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << text;
-    return file.string();
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using test_support::TempDir;
 
 struct Outcome {
   int code = -1;

@@ -15,40 +15,14 @@
 #include "driver/driver.h"
 #include "driver/files.h"
 #include "engine/engine.h"
+#include "temp_dir.h"
 
 namespace mlsem {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device random;
-    path_ = fs::temp_directory_path() / ("mlsem-driver-" + std::to_string(random()) + std::to_string(getpid()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-    for (auto& entry : fs::recursive_directory_iterator(path_, fs::directory_options::skip_permission_denied, ec))
-      if (!entry.is_symlink()) fs::permissions(entry.path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  // Writes `text` to the relative path, creating its directories; returns the full path.
-  std::string write(const std::string& relative, const std::string& text) const {
-    fs::path file = path_ / relative;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << text;
-    return file.string();
-  }
-  std::string operator/(const std::string& relative) const { return (path_ / relative).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test_support::TempDir;
 
 const char* kAttention = R"(import math
 import torch.nn.functional as F

@@ -8,8 +8,8 @@
 namespace mlsem {
 namespace {
 
-using testing::FunctionBuilder;
-using testing::TempDir;
+using test_support::FunctionBuilder;
+using test_support::TempDir;
 
 const char* kConcepts = R"(
 [[concept]]

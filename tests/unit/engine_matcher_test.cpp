@@ -8,7 +8,7 @@
 namespace mlsem {
 namespace {
 
-using testing::FunctionBuilder;
+using test_support::FunctionBuilder;
 
 const std::set<std::string> kCommutative = {"add", "mul"};
 

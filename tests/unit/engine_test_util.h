@@ -1,4 +1,4 @@
-// Helpers for engine tests: hand-built IR and throwaway data directories.
+// Helpers for engine tests: hand-built IR (TempDir is in temp_dir.h).
 #pragma once
 
 #include <filesystem>
@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include "ir/ir.h"
+#include "temp_dir.h"
 
-namespace mlsem::testing {
+namespace mlsem::test_support {
 
 // Builds one function's IR node by node; each node is placed on its own line so
 // ranges are distinct and predictable (node i spans line i+1).
@@ -37,31 +38,5 @@ struct FunctionBuilder {
   }
 };
 
-// A fresh directory under the system temp dir, removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("mlsem-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  void write(const std::string& rel, const std::string& text) const {
-    auto p = path_ / rel;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-  }
 
- private:
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-  std::filesystem::path path_;
-};
-
-}  // namespace mlsem::testing
+}  // namespace mlsem::test_support
