@@ -80,6 +80,7 @@ options:
   --min-confidence X      drop findings below confidence X, 0..1 (default 0.5)
   --select IDS            report only these rules (comma-separated ids, names or id prefixes)
   --ignore IDS            do not report these rules
+  --preview               also run preview rules (off by default; --select can name one)
   -o, --output FILE       write the report to FILE instead of stdout
   --color WHEN            auto (default: when stdout is a terminal and NO_COLOR is unset),
                           always or never
@@ -279,7 +280,7 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
                            {{{"-j", "--jobs"}, {"-o", "--output"}, {"-p", "--compile-commands"}},
                             {"--jobs", "--output", "--compile-commands", "--format", "--min-confidence",
                              "--select", "--ignore", "--color", "--cuda-path", "--data"},
-                            {}});
+                            {"--preview"}});
   if (line.flags.contains("--help")) return print_help("analyze"), kClean;
   if (line.positional.empty()) throw UsageError("analyze", "no paths given");
   std::string format = choice(line, "analyze", "--format", {"text", "json", "sarif"}, "text");
@@ -292,12 +293,14 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
 
   fs::path data = data_dir(line, argv0);
   Engine engine = load_engine(data);
+  // Preview rules run only when asked for, by --preview or by name in --select.
   std::set<std::string> selected;
-  for (const Rule& rule : engine.rules()) selected.insert(rule.id);
+  for (const Rule& rule : engine.rules())
+    if (rule.status == "stable" || line.flags.contains("--preview")) selected.insert(rule.id);
   if (auto select = line.value("--select")) selected = rules_named("--select", *select, engine);
   if (auto ignore = line.value("--ignore"))
     for (const std::string& id : rules_named("--ignore", *ignore, engine)) selected.erase(id);
-  if (line.value("--select") || line.value("--ignore")) options.only_rules = selected;
+  options.only_rules = selected;
 
   // A catalog that fails to load only costs the measured speedups; `mlsem kernels` reports why.
   std::vector<FileError> catalog_errors;
