@@ -19,10 +19,6 @@ struct FileResult {
   bool analyzed = false;
 };
 
-bool wanted(const Finding& finding, const DriverOptions& options) {
-  if (finding.confidence < options.min_confidence) return false;
-  return !options.only_rules || options.only_rules->contains(finding.rule);
-}
 
 // The catalog's one-line measurement of a finding's kernel ("kernels/attention_fwd"),
 // "" when it has none: a finding shows only numbers that were measured.
@@ -42,8 +38,9 @@ void analyze_text(const SourceFile& file, const Engine& engine,
       result.errors.push_back({diagnostic.path.empty() ? file.path : diagnostic.path,
                                diagnostic.message, diagnostic.range.begin.line,
                                diagnostic.range.begin.column});
-    for (Finding& finding : engine.analyze(module)) {
-      if (!wanted(finding, options)) continue;
+    const std::set<std::string>* only_rules = options.only_rules ? &*options.only_rules : nullptr;
+    for (Finding& finding : engine.analyze(module, only_rules)) {
+      if (finding.confidence < options.min_confidence) continue;
       if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, *options.catalog);
       result.findings.push_back(std::move(finding));
     }

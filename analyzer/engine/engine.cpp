@@ -128,9 +128,10 @@ const Concept* Engine::concept_by_id(std::string_view id) const {
   return nullptr;
 }
 
-std::vector<Finding> Engine::analyze(const ir::Module& module) const {
+std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<std::string>* only_rules) const {
   std::vector<Candidate> candidates;
   const CompiledPatterns& cp = *patterns_;
+  auto enabled = [&](size_t ri) { return !only_rules || only_rules->count(rules_[ri].id); };
   for (const ir::Function& fn : module.functions) {
     FunctionView view(fn);
     for (ir::NodeId n = 0; n < fn.nodes.size(); ++n) {
@@ -138,6 +139,8 @@ std::vector<Finding> Engine::analyze(const ir::Module& module) const {
       auto try_pattern = [&](size_t pi) {
         const CompiledPattern& p = cp.patterns[pi];
         if (p.language != module.language) return;
+        const auto& users = cp.rules_of_pattern[pi];
+        if (std::none_of(users.begin(), users.end(), enabled)) return;
         if (p.inside && !view.inside(node.region, *p.inside)) return;
         if (p.not_inside && view.inside(node.region, *p.not_inside)) return;
         std::optional<Match> m = match_at(p.term, view, n, cp.commutative_ops, p.distinct);
@@ -162,7 +165,8 @@ std::vector<Finding> Engine::analyze(const ir::Module& module) const {
         c.finding.path = module.path;
         c.finding.function = fn.name;
         score(p, view, *m, c.finding);
-        for (size_t ri : cp.rules_of_pattern[pi]) {
+        for (size_t ri : users) {
+          if (!enabled(ri)) continue;
           Candidate rc = c;
           const Rule& rule = rules_[ri];
           rc.rule_index = ri;

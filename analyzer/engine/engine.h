@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,10 @@ class Engine {
   static std::optional<Engine> load(const std::filesystem::path& data_dir,
                                     std::vector<FileError>& errors);
 
-  // All findings for one module, deduplicated, sorted, suppressions applied.
-  std::vector<Finding> analyze(const ir::Module& module) const;
+  // All findings for one module, deduplicated, sorted, suppressions applied. With
+  // `only_rules`, patterns of other rules are not even tried, and a rule that is off
+  // supersedes nothing.
+  std::vector<Finding> analyze(const ir::Module& module, const std::set<std::string>* only_rules = nullptr) const;
 
   const std::vector<Rule>& rules() const { return rules_; }
   const Rule* rule(std::string_view id_or_name) const;

@@ -230,12 +230,17 @@ struct PatternData {
   std::map<std::string, std::set<std::string>> vocabulary;  // language -> known ops
 };
 
-void load_pattern_declarations(const std::vector<fs::path>& files, PatternData& data, std::vector<FileError>& errors) {
-  for (const auto& path : files) {
-    Reader r(path.string(), errors);
-    auto doc = r.parse();
-    if (!doc) continue;
-    if (const toml::table* classes = (*doc)["classes"].as_table()) {
+// A parsed patterns file; each file is read and parsed once for both passes.
+struct PatternFile {
+  std::string path;
+  toml::table doc;
+};
+
+void load_pattern_declarations(const std::vector<PatternFile>& files, PatternData& data,
+                               std::vector<FileError>& errors) {
+  for (const auto& [path, doc] : files) {
+    Reader r(path, errors);
+    if (const toml::table* classes = doc["classes"].as_table()) {
       for (auto&& [key, value] : *classes) {
         std::string name(key.str());
         auto ops = r.strs(*classes, name, true, Reader::line_of(value));
@@ -243,7 +248,7 @@ void load_pattern_declarations(const std::vector<fs::path>& files, PatternData& 
         if (!fresh && it->second != ops) r.error(value, "op class '" + name + "' is defined differently elsewhere");
       }
     }
-    if (const toml::table* vocab = (*doc)["vocabulary"].as_table()) {
+    if (const toml::table* vocab = doc["vocabulary"].as_table()) {
       for (auto&& [key, value] : *vocab) {
         auto ops = r.strs(*vocab, key.str(), true, Reader::line_of(value));
         data.vocabulary[std::string(key.str())].insert(ops.begin(), ops.end());
@@ -253,20 +258,22 @@ void load_pattern_declarations(const std::vector<fs::path>& files, PatternData& 
 }
 
 void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileError>& errors) {
-  auto files = toml_files_under(dir);
+  std::vector<PatternFile> files;
+  for (const auto& path : toml_files_under(dir)) {
+    Reader r(path.string(), errors);
+    if (auto doc = r.parse()) files.push_back({path.string(), std::move(*doc)});
+  }
   PatternData data;
   load_pattern_declarations(files, data, errors);
+  // Which ops take their operands in any order is data too: the class `commutative`.
   if (auto it = data.classes.find("commutative"); it != data.classes.end())
     out.commutative_ops.insert(it->second.begin(), it->second.end());
-  out.commutative_ops.insert({"add", "mul"});
 
   std::map<std::string, std::string> seen;
-  for (const auto& path : files) {
-    Reader r(path.string(), errors);
-    auto doc = r.parse();
-    if (!doc) continue;
-    r.only_keys(*doc, {"classes", "vocabulary", "pattern"}, "a patterns file");
-    const toml::node* list = doc->get("pattern");
+  for (const auto& [path, doc] : files) {
+    Reader r(path, errors);
+    r.only_keys(doc, {"classes", "vocabulary", "pattern"}, "a patterns file");
+    const toml::node* list = doc.get("pattern");
     if (!list) continue;
     const toml::array* arr = list->as_array();
     if (!arr) {

@@ -274,14 +274,18 @@ std::vector<bool> reduced_flow(const ir::Function& fn, const std::vector<bool>& 
 
 }  // namespace
 
-FunctionView::FunctionView(const ir::Function& fn)
-    : fn_(fn), users_(fn.nodes.size(), 0), data_(data_flow(fn)), reduced_(reduced_flow(fn, data_)) {
+FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.size(), 0) {
   for (const auto& node : fn.nodes)
     for (ir::NodeId in : node.inputs)
       if (in < users_.size()) ++users_[in];
 }
 
 std::map<std::string, ir::Attr> FunctionView::computed_attrs(ir::NodeId id) const {
+  // The data-flow facts are computed on first use: most functions never need them.
+  if (data_.empty() && !fn_.nodes.empty()) {
+    data_ = data_flow(fn_);
+    reduced_ = reduced_flow(fn_, data_);
+  }
   const ir::Node& n = fn_.nodes[id];
   return {{"op", n.op},
           {"users", static_cast<int64_t>(users_[id])},

@@ -31,8 +31,9 @@ class FunctionView {
  private:
   const ir::Function& fn_;
   std::vector<uint32_t> users_;
-  std::vector<bool> data_;
-  std::vector<bool> reduced_;
+  // Filled by computed_attrs on first use (a FunctionView belongs to one thread).
+  mutable std::vector<bool> data_;
+  mutable std::vector<bool> reduced_;
 };
 
 struct Match {

@@ -136,6 +136,40 @@ TEST(EngineAnalyze, ScoresEvidenceDeduplicatesAndSupersedes) {
   EXPECT_EQ(findings[0].rule, "FUS901");
 }
 
+TEST(EngineAnalyze, RulesThatAreOffAreNotRunAndSupersedeNothing) {
+  DataDir dir;
+  std::vector<FileError> errors;
+  auto engine = Engine::load(dir.path(), errors);
+  ASSERT_TRUE(engine);
+  // tanh(exp(neg(x))): both rules match; FUS901 supersedes FUS900 only while it is on.
+  FunctionBuilder b;
+  ir::NodeId x = b.add("input");
+  ir::NodeId n = b.add("neg", {x});
+  ir::NodeId e = b.add("exp", {n});
+  b.add("tanh", {e});
+  ir::Module m = module_of(b.fn);
+  const std::set<std::string> chain_only{"FUS900"}, tanh_only{"FUS901"}, none{};
+  auto rules_of = [&](const std::set<std::string>* only) {
+    std::vector<std::string> ids;
+    for (const Finding& f : engine->analyze(m, only)) ids.push_back(f.rule);
+    return ids;
+  };
+  EXPECT_EQ(rules_of(nullptr), std::vector<std::string>{"FUS901"});
+  EXPECT_EQ(rules_of(&chain_only), std::vector<std::string>{"FUS900"});
+  EXPECT_EQ(rules_of(&tanh_only), std::vector<std::string>{"FUS901"});
+  EXPECT_TRUE(rules_of(&none).empty());
+}
+
+TEST(EngineLoad, ASyntaxErrorIsReportedOnce) {
+  DataDir dir;
+  dir.write("patterns/bad.toml", "[classes]\npointwise = [\n");
+  std::vector<FileError> errors;
+  EXPECT_FALSE(Engine::load(dir.path(), errors));
+  size_t syntax = 0;
+  for (const auto& e : errors) syntax += e.message.find("TOML syntax") != std::string::npos;
+  EXPECT_EQ(syntax, 1u);
+}
+
 TEST(EngineAnalyze, SuppressionsByIdNameOrAll) {
   DataDir dir;
   std::vector<FileError> errors;
