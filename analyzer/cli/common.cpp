@@ -177,7 +177,8 @@ kernels::Catalog load_catalog(const fs::path& dir, std::vector<FileError>& error
 void print_file_errors(const std::vector<FileError>& errors) {
   for (const FileError& e : errors) {
     std::cerr << e.path;
-    if (e.line) std::cerr << ":" << e.line << ":" << e.column;
+    if (e.line) std::cerr << ":" << e.line;
+    if (e.line && e.column) std::cerr << ":" << e.column;
     std::cerr << ": " << e.message << "\n";
   }
 }

@@ -30,13 +30,22 @@ std::string type_name(const toml::node& node) {
   return "a date or time";
 }
 
+// As the user would write it: relative to the current directory when below it.
+std::string shown(const fs::path& file) {
+  std::error_code ec;
+  fs::path cwd = fs::current_path(ec);
+  fs::path absolute = fs::absolute(file, ec).lexically_normal();
+  fs::path relative = absolute.lexically_relative(cwd);
+  return !ec && !relative.empty() && *relative.begin() != ".." ? relative.string() : file.string();
+}
+
 struct Reader {
   const fs::path& file;
   std::vector<FileError>& errors;
   bool ok = true;
 
   void fail(uint32_t line, const std::string& message) {
-    errors.push_back({file.string(), message, line, 0});
+    errors.push_back({shown(file), message, line, 0});
     ok = false;
   }
 
@@ -64,7 +73,7 @@ std::optional<ConfigFile> read_config(const fs::path& file, std::vector<FileErro
   try {
     root = toml::parse_file(file.string());
   } catch (const toml::parse_error& e) {
-    errors.push_back({file.string(), std::string(e.description()), static_cast<uint32_t>(e.source().begin.line),
+    errors.push_back({shown(file), std::string(e.description()), static_cast<uint32_t>(e.source().begin.line),
                       static_cast<uint32_t>(e.source().begin.column)});
     return std::nullopt;
   }
@@ -75,12 +84,12 @@ std::optional<ConfigFile> read_config(const fs::path& file, std::vector<FileErro
     if (!section) return std::nullopt;
     table = section->as_table();
     if (!table) {
-      errors.push_back({file.string(), "[tool.mlsem] must be a table", line_of(*section), 0});
+      errors.push_back({shown(file), "[tool.mlsem] must be a table", line_of(*section), 0});
       return std::nullopt;
     }
   }
   ConfigFile config;
-  config.file = file;
+  config.file = shown(file);
   config.dir = fs::absolute(file).parent_path().lexically_normal();
   Reader reader{file, errors};
   std::string prefix = pyproject ? "tool.mlsem." : "";
