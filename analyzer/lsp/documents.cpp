@@ -151,8 +151,9 @@ void Server::worker_loop(std::stop_token stop) {
     uint64_t edits = next->edits;
     Text text = next->text;
     SourceFile file{next->path, text.str()};
-    bool analyzable = next->analyzable, cuda = next->cuda;
+    bool analyzable = next->analyzable;
     Encoding encoding = encoding_;
+    bool trace = trace_;
     DriverOptions options;
     options.jobs = 1;
     options.min_confidence = config_.min_confidence.value_or(kDefaultMinConfidence);
@@ -161,16 +162,22 @@ void Server::worker_loop(std::stop_token stop) {
     options.cuda = options_.cuda;
     lock.unlock();
 
+    Clock::time_point t0 = Clock::now();
     Report report;
-    std::vector<std::optional<Edit>> rewrites;
-    if (analyzable) {
-      report = analyze_source(file, engine_, options);
-      rewrites = safe_rewrites(report.findings, text, cuda);
-    }
+    if (analyzable) report = analyze_source(file, engine_, options);
+    Clock::time_point t1 = Clock::now();
     json diagnostics = json::array();
-    for (size_t i = 0; i < report.findings.size(); ++i)
-      diagnostics.push_back(to_diagnostic(report.findings[i], engine_, text, encoding, uri, rewrites[i]));
+    for (const Finding& f : report.findings) diagnostics.push_back(to_diagnostic(f, engine_, text, encoding, uri));
+    Clock::time_point t2 = Clock::now();
     std::vector<json> out;
+    if (trace) {
+      auto ms = [](Clock::duration d) { return std::to_string(std::chrono::duration<double, std::milli>(d).count()); };
+      out.push_back({{"jsonrpc", "2.0"},
+                     {"method", "$/logTrace"},
+                     {"params", {{"message", "mlsem: analyzed " + uri + " (" + std::to_string(report.findings.size()) +
+                                                 " findings): analysis " + ms(t1 - t0) + " ms, diagnostics " +
+                                                 ms(t2 - t1) + " ms"}}}});
+    }
     for (const FileError& e : report.errors)  // syntax errors are the Python server's to show
       if (e.line == 0)
         out.push_back({{"jsonrpc", "2.0"},
@@ -184,7 +191,7 @@ void Server::worker_loop(std::stop_token stop) {
     doc.dirty = false;
     doc.analyzed = edits;
     doc.findings = std::move(report.findings);
-    doc.rewrites = std::move(rewrites);
+    doc.rewrites.reset();  // computed when a code action asks
     if (doc.result_id.empty() || diagnostics != doc.diagnostics) doc.result_id = std::to_string(++generation_);
     doc.diagnostics = std::move(diagnostics);
     if (!pull_) out.push_back({{"jsonrpc", "2.0"}, {"method", "textDocument/publishDiagnostics"}, {"params", publish_params(doc)}});
@@ -249,6 +256,7 @@ json Server::answer(const Pending& p) {
     return document_diagnostic_report(it->second, p.params.value("previousResultId", ""));
   }
   if (p.method == "textDocument/hover") return it == docs_.end() ? json(nullptr) : hover(it->second, p.params);
+  // A code action's edits are computed on the document as analyzed: fresh, as answer() requires.
   return it == docs_.end() ? json::array() : code_actions(it->second, p.params);
 }
 
@@ -288,7 +296,7 @@ json Server::hover(const Document& doc, const json& params) {
   return {{"contents", {{"kind", "markdown"}, {"value", markdown}}}, {"range", to_json(*range)}};
 }
 
-json Server::code_actions(const Document& doc, const json& params) {
+json Server::code_actions(Document& doc, const json& params) {
   const json& r = params.at("range");
   size_t b = doc.text.offset({r.at("start").at("line").get<uint32_t>(), r.at("start").at("character").get<uint32_t>()}, encoding_);
   size_t e = doc.text.offset({r.at("end").at("line").get<uint32_t>(), r.at("end").at("character").get<uint32_t>()}, encoding_);
@@ -302,11 +310,13 @@ json Server::code_actions(const Document& doc, const json& params) {
   };
   auto edit_of = [&](std::vector<json> edits) { return json{{"changes", {{doc.uri, edits}}}}; };
 
+  // Safe rewrites need the parse tree: computed once per analysis, on the first request.
+  if (!doc.rewrites) doc.rewrites = safe_rewrites(doc.findings, doc.text, doc.cuda);
   json actions = json::array();
   std::vector<Edit> all_rewrites;
   for (size_t i = 0; i < doc.findings.size(); ++i) {
     const Finding& f = doc.findings[i];
-    const std::optional<Edit>& rewrite = i < doc.rewrites.size() ? doc.rewrites[i] : std::nullopt;
+    const std::optional<Edit>& rewrite = (*doc.rewrites)[i];
     if (rewrite) all_rewrites.push_back(*rewrite);
     size_t fb = doc.text.offset(f.range.begin), fe = doc.text.offset(f.range.end);
     if (!f.range.valid() || fe < b || fb > e || !wanted("quickfix")) continue;

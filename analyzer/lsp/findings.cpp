@@ -38,8 +38,7 @@ json text_edit(const Edit& edit, const Text& text, Encoding e) {
   return {{"range", to_json(r)}, {"newText", edit.text}};
 }
 
-json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Encoding e, const std::string& uri,
-                   const std::optional<Edit>& rewrite) {
+json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Encoding e, const std::string& uri) {
   json d = {
       {"range", to_json(text.range(f.range, e))},
       {"severity", severity_number(f.severity)},
@@ -53,9 +52,7 @@ json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Enc
     if (ev.present && ev.range.valid())
       related.push_back({{"location", {{"uri", uri}, {"range", to_json(text.range(ev.range, e))}}}, {"message", ev.text}});
   if (!related.empty()) d["relatedInformation"] = std::move(related);
-  json data = {{"rule", f.rule}, {"concept", f.concept_id}, {"confidence", f.confidence}, {"fix", f.fix}};
-  if (rewrite) data["rewrite"] = {{"title", rewrite->title}, {"edit", text_edit(*rewrite, text, e)}};
-  d["data"] = std::move(data);
+  d["data"] = {{"rule", f.rule}, {"concept", f.concept_id}, {"confidence", f.confidence}, {"fix", f.fix}};
   return d;
 }
 

@@ -26,9 +26,9 @@ json text_edit(const Edit& edit, const Text& text, Encoding e);
 
 // The Diagnostic for a finding: range, severity, code, codeDescription, source,
 // message (with the confidence), relatedInformation (the evidence seen, each where
-// it was seen) and data (the rule, the fix text and the safe rewrite, if any).
-json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Encoding e, const std::string& uri,
-                   const std::optional<Edit>& rewrite);
+// it was seen) and data: what a code action needs to find the finding again and
+// offer its fixes (rule, concept, confidence, the rule's fix text).
+json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Encoding e, const std::string& uri);
 
 // Markdown for a hover on a finding: what it is, the concept, the evidence, the fix,
 // the reference kernel's measured speedup and where to go next in the concepts.

@@ -160,6 +160,10 @@ void Server::handle_notification(const std::string& method, const json& params) 
     if (is_config_file(path)) reload_config();
   } else if (method == "workspace/didChangeWatchedFiles") did_change_watched_files(params);
   else if (method == "$/cancelRequest") cancel(params.at("id"));
+  else if (method == "$/setTrace") {
+    std::lock_guard lock(mutex_);
+    trace_ = params.at("value").get<std::string>() != "off";
+  }
   // Other notifications ($/setTrace, workspace/didChangeConfiguration, ...) are ignored.
 }
 
@@ -202,6 +206,7 @@ json Server::initialize(const json& params) {
     watch_registration_ =
         ws.contains("didChangeWatchedFiles") && ws["didChangeWatchedFiles"].value("dynamicRegistration", false);
     root_ = root;
+    trace_ = params.contains("trace") && params["trace"].is_string() && params["trace"] != "off";
     config_ = load_workspace_config(root_);
     rules_ = selected_rules(engine_, config_);
   }

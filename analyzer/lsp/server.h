@@ -59,7 +59,7 @@ struct Document {
   // The latest analysis, of the text after `analyzed` edits.
   uint64_t analyzed = UINT64_MAX;
   std::vector<Finding> findings;
-  std::vector<std::optional<Edit>> rewrites;
+  std::optional<std::vector<std::optional<Edit>>> rewrites;  // per finding, once asked for
   json diagnostics = json::array();
   std::string result_id;  // changes when the diagnostics change
   bool fresh() const { return !dirty && analyzed == edits; }
@@ -111,7 +111,7 @@ class Server {
   std::vector<json> resolve_pending();
   json answer(const Pending& p);  // lock held, documents fresh
   json hover(const Document& doc, const json& params);
-  json code_actions(const Document& doc, const json& params);
+  json code_actions(Document& doc, const json& params);
   json document_diagnostic_report(const Document& doc, const std::string& previous);
   json workspace_diagnostics(const json& params);
   json publish_params(const Document& doc) const;
@@ -134,6 +134,7 @@ class Server {
   bool pull_ = false;           // diagnostics pulled by the client, else pushed
   bool refresh_support_ = false;
   bool watch_registration_ = false;
+  bool trace_ = false;          // $/logTrace the analysis times (initialize's trace, $/setTrace)
   std::filesystem::path root_;
   WorkspaceConfig config_;
   std::set<std::string> rules_;
