@@ -33,6 +33,7 @@ void Server::schedule(Document& doc, bool burst) {
   doc.last_change = now;
   doc.dirty = true;
   ++doc.edits;
+  ++scheduled_;
 }
 
 void Server::did_open(const json& params) {
@@ -152,8 +153,9 @@ void Server::worker_loop(std::stop_token stop) {
       });
       continue;
     }
-    if (next->due > Clock::now()) {
-      wake_.wait_until(lock, stop, next->due, [] { return false; });
+    if (next->due > Clock::now()) {  // until it is due, or another change comes
+      uint64_t seen = scheduled_;
+      wake_.wait_until(lock, stop, next->due, [&] { return scheduled_ != seen; });
       continue;
     }
     std::string uri = next->uri;

@@ -139,6 +139,7 @@ class Server {
   WorkspaceConfig config_;
   std::set<std::string> rules_;
   uint64_t generation_ = 0;     // result ids: "<generation>"
+  uint64_t scheduled_ = 0;      // counts schedule() calls: a waiting worker looks again
   std::map<std::string, Document> docs_;
   std::vector<Pending> pending_;
   std::jthread worker_;
