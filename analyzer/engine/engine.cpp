@@ -174,8 +174,8 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
           rc.finding.rule_name = rule.name;
           rc.finding.concept_id = rule.concept_id;
           rc.finding.severity = rule.severity;
-          rc.finding.message = rule.message;
-          rc.finding.fix = rule.fix;
+          rc.finding.message = p.message.empty() ? rule.message : p.message;
+          rc.finding.fix = p.fix.empty() ? rule.fix : p.fix;
           rc.finding.kernel = rule.kernel;
           candidates.push_back(std::move(rc));
         }
