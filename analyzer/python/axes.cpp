@@ -142,7 +142,10 @@ class Inference {
 
   AxisFacts run() {
     contractions_.resize(fn_.nodes.size());
-    for (ir::NodeId i = 0; i < fn_.nodes.size(); ++i) shapes_[i] = infer(i);
+    for (ir::NodeId i = 0; i < fn_.nodes.size(); ++i) {
+      shapes_[i] = infer(i);
+      if (shapes_[i].axes.empty() && !shapes_[i].full) shapes_[i].known = false;  // nothing known after all
+    }
     return AxisFacts{std::move(shapes_), std::move(contractions_)};
   }
 
@@ -206,7 +209,7 @@ class Inference {
     }
     if (op == "linear") {
       AxisShape s = in(id, 0);
-      if (!s.known) return trailing({fresh(AxisRole::kFeatures)}, false);
+      if (!s.known || s.axes.empty()) return trailing({fresh(AxisRole::kFeatures)}, false);
       s.axes.back() = fresh(AxisRole::kFeatures);
       return s;
     }
@@ -244,6 +247,8 @@ class Inference {
       return s;
     }
     if (op == "matmul") return matmul(id);
+    if (op == "call" && (callee_has(n, "functional.normalize") || callee_has(n, ".contiguous")))
+      return in(id, 0);  // F.normalize(q, dim=-1): same axes
     if (op == "sdpa") {
       AxisShape s = in(id, 0);
       if (s.known && !s.axes.empty()) s.axes.back() = fresh(AxisRole::kFeatures);
@@ -551,7 +556,8 @@ class Inference {
     for (char ch : lo) {
       bool in_a = la.find(ch) != std::string::npos, in_b = lb.find(ch) != std::string::npos;
       Axis x = in_a ? axis_of(la, a, ch) : axis_of(lb, b, ch);
-      if (x.id == 0) x = fresh(x.role == AxisRole::kUnknown ? role_of_name(std::string(1, ch)) : x.role, x.one);
+      // Einsum letters are not roles ('k' is a key position in one spec, a feature in another).
+      if (x.id == 0) x = fresh(x.role, x.one);
       if (in_a && !in_b) c.free_a.push_back(x.id);
       if (in_b && !in_a) c.free_b.push_back(x.id);
       out.axes.push_back(x);
