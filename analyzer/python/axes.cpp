@@ -197,7 +197,7 @@ class Inference {
         "scale", "mask", "cast", "dropout", "clamp", "softmax", "log_softmax", "neg", "exp", "log", "tanh",
         "sigmoid", "gelu", "silu", "relu", "leaky_relu", "softplus", "mish", "hardswish", "sqrt", "rsqrt",
         "abs", "erf", "sin", "cos", "reciprocal", "pow", "layer_norm", "rms_norm", "group_norm", "batch_norm",
-        "repeat", "repeat_interleave", "cat", "tril", "triu"};
+        "repeat", "repeat_interleave", "tril", "triu"};
     if (std::find(kSame.begin(), kSame.end(), op) != kSame.end()) return in(id, 0);
     if (op == "add" || op == "mul" || op == "sub" || op == "div") {
       const AxisShape* best = nullptr;
@@ -244,6 +244,14 @@ class Inference {
         if (!i) return {};
         s.axes.erase(s.axes.begin() + static_cast<std::ptrdiff_t>(*i));
       }
+      return s;
+    }
+    if (op == "cat") {  // the joined axis is a new one (x[:, :1] joined with the rest is not of size 1)
+      AxisShape s = in(id, 0);
+      auto d = int_attr(n, "dim");
+      auto i = d ? index(s, *d) : std::nullopt;
+      if (i) s.axes[*i] = fresh(s.axes[*i].role);
+      else if (s.known) return {};
       return s;
     }
     if (op == "matmul") return matmul(id);
