@@ -212,9 +212,9 @@ std::optional<Edit> suppression_edit(const Finding& f, const Text& text, bool cu
     edit.text = ", " + id;
   } else {
     edit.begin = edit.end = line_end;
-    edit.text = std::string(line.empty() || trimmed.size() < line.size() ? "" : "  ") + (cuda ? "// " : "# ") +
-                std::string(marker) + id + "]";
-    if (trimmed.size() < line.size()) edit.text = " " + edit.text;  // one space after existing ones
+    // Two spaces before the comment, counting any the line already ends with.
+    std::string gap = trimmed.size() + 1 < line.size() ? "" : trimmed.size() < line.size() ? " " : "  ";
+    edit.text = gap + (cuda ? "// " : "# ") + std::string(marker) + id + "]";
   }
   std::string changed(line);
   changed.replace(edit.begin - line_begin, 0, edit.text);
