@@ -108,7 +108,7 @@ std::optional<std::pair<std::string, TSNode>> one_plus_call(TSNode n, const PyTr
 // the file does not import torch.
 std::string functional_name(const std::string& text) {
   static const std::regex kAlias(R"(^[ \t]*import[ \t]+torch\.nn\.functional[ \t]+as[ \t]+(\w+))");
-  static const std::regex kFrom(R"(^[ \t]*from[ \t]+torch\.nn[ \t]+import[ \t]+.*\bfunctional(?:[ \t]+as[ \t]+(\w+))?)");
+  static const std::regex kFrom(R"(^[ \t]*from[ \t]+torch\.nn[ \t]+import[ \t]+.*\bfunctional\b(?:[ \t]+as[ \t]+(\w+))?)");
   static const std::regex kTorch(R"(^[ \t]*import[ \t]+torch(?:[ \t]+as[ \t]+(\w+))?[ \t]*(?:#.*)?$)");
   std::string fallback;
   size_t start = 0;

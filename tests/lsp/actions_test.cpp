@@ -48,6 +48,8 @@ TEST(LspActions, GeluRewrittenWhenTheMatchIsExactlyTheFormula) {
   std::string other = "import torch\nfrom torch.nn import functional as nnf\n";
   std::string erf2 = "0.5 * x * (1 + torch.erf(x * 0.7071067811865476))";
   EXPECT_EQ(rewrite(other + "y = " + erf2 + "\n", erf2), other + "y = nnf.gelu(x, approximate=\"none\")\n");
+  std::string lookalike = "from torch.nn import functional_helpers\nimport torch\n";
+  EXPECT_EQ(rewrite(lookalike + "y = " + erf2 + "\n", erf2), lookalike + "y = torch.nn.functional.gelu(x, approximate=\"none\")\n");
   std::string bare = "import torch as th\n";
   EXPECT_EQ(rewrite(bare + "y = " + erf2 + "\n", erf2), bare + "y = th.nn.functional.gelu(x, approximate=\"none\")\n");
 }
