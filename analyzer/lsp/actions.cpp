@@ -108,7 +108,7 @@ std::optional<std::pair<std::string, TSNode>> one_plus_call(TSNode n, const PyTr
 // the file does not import torch.
 std::string functional_name(const std::string& text) {
   static const std::regex kAlias(R"(^[ \t]*import[ \t]+torch\.nn\.functional[ \t]+as[ \t]+(\w+))");
-  static const std::regex kFrom(R"(^[ \t]*from[ \t]+torch\.nn[ \t]+import[ \t]+.*\bfunctional(?:[ \t]+as[ \t]+(\w+))?)");
+  static const std::regex kFrom(R"(^[ \t]*from[ \t]+torch\.nn[ \t]+import[ \t]+.*\bfunctional\b(?:[ \t]+as[ \t]+(\w+))?)");
   static const std::regex kTorch(R"(^[ \t]*import[ \t]+torch(?:[ \t]+as[ \t]+(\w+))?[ \t]*(?:#.*)?$)");
   std::string fallback;
   size_t start = 0;
@@ -212,9 +212,9 @@ std::optional<Edit> suppression_edit(const Finding& f, const Text& text, bool cu
     edit.text = ", " + id;
   } else {
     edit.begin = edit.end = line_end;
-    edit.text = std::string(line.empty() || trimmed.size() < line.size() ? "" : "  ") + (cuda ? "// " : "# ") +
-                std::string(marker) + id + "]";
-    if (trimmed.size() < line.size()) edit.text = " " + edit.text;  // one space after existing ones
+    // Two spaces before the comment, counting any the line already ends with.
+    std::string gap = trimmed.size() + 1 < line.size() ? "" : trimmed.size() < line.size() ? " " : "  ";
+    edit.text = gap + (cuda ? "// " : "# ") + std::string(marker) + id + "]";
   }
   std::string changed(line);
   changed.replace(edit.begin - line_begin, 0, edit.text);

@@ -128,10 +128,10 @@ class Client {
   }
 
   // The next publishDiagnostics for uri at a version.
-  diagnostics(uri, version, since = 0) {
+  diagnostics(uri, version, since = 0, timeoutMs = 10000) {
     return this.waitFor(
       (e) => e.method === 'textDocument/publishDiagnostics' && e.params.uri === uri && (version === undefined || e.params.version === version),
-      10000,
+      timeoutMs,
       since
     ).then((e) => e.params.diagnostics);
   }

@@ -270,7 +270,8 @@ test('CUDA: diagnostics and the // suppression comment in a .cu file', { skip: p
   await c.initialize(capabilitiesFor('utf-8'));
   const uri = uriOf(path.join(tempWorkspace(), 'softmax.cu'));
   await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'cuda-cpp', version: 1, text: sample } });
-  const diags = await c.diagnostics(uri, 1);
+  // The first CUDA file can take seconds: Clang builds the toolkit headers' preamble.
+  const diags = await c.diagnostics(uri, 1, 0, 120000);
   assert.ok(diags.length > 0, 'the sample has findings');
   const d = diags[0];
   const actions = await c.request('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
@@ -278,7 +279,7 @@ test('CUDA: diagnostics and the // suppression comment in a .cu file', { skip: p
   assert.match(ignore.edit.changes[uri][0].newText, new RegExp('// mlsem: ignore\\[' + d.code + '\\]|, ' + d.code));
   const text = applyEdits(sample, ignore.edit.changes[uri], 'utf-8');
   await c.notify('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text }] });
-  const after = await c.diagnostics(uri, 2);
+  const after = await c.diagnostics(uri, 2, 0, 120000);
   assert.equal(after.filter((x) => x.code === d.code && x.range.start.line === d.range.start.line).length, 0);
   assert.equal(await c.close(), 0);
 });
