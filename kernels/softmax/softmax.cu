@@ -140,12 +140,13 @@ constexpr int kClusterPacks = 8;  // packs per thread in the cluster kernel
 // Blocks per row of the cluster kernel: 16 (a non-portable cluster size that Hopper
 // allows). On an H100 at 1024x131072 bf16, clusters of 4, 8 and 16 blocks ran in 0.306,
 // 0.283 and 0.256 ms: smaller blocks keep more of them resident per SM. The environment
-// variable MLSEM_KERNELS_SOFTMAX_CLUSTER (2, 4, 8 or 16) overrides it, for experiments.
+// variable MLSEM_KERNELS_SOFTMAX_CLUSTER (2, 4, 8 or 16; 1 for the online two-read kernel)
+// overrides it, for experiments.
 int softmax_cluster_size() {
   static const int size = [] {
     const char* v = std::getenv("MLSEM_KERNELS_SOFTMAX_CLUSTER");
     const int n = v && *v ? std::atoi(v) : 16;
-    return n == 2 || n == 4 || n == 8 ? n : 16;
+    return n == 1 || n == 2 || n == 4 || n == 8 ? n : 16;  // 1: the online two-read kernel
   }();
   return size;
 }
@@ -195,7 +196,7 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
   MLSEM_WITH_VEC(vec, {
     if (!plan.cached) {
       const SplitPlan split = plan_cached_split(cols, kPack<T>, kClusterPacks, 1024, softmax_cluster_size());
-      if (split.cluster > 0 && rows * split.cluster < (int64_t{1} << 31)) {
+      if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31)) {
         MLSEM_TRY((softmax_long_rows<T, VEC>(x, y, rows, cols, split, s)));
       } else {
         softmax_online<T, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols);
