@@ -103,7 +103,8 @@ def overview(doc):
     lines = [f"{doc['device']}, {doc['date'][:10]}, copy bandwidth {copy:.0f} GB/s; each kernel at its largest "
              "measured shape (bf16 unless the lesson says otherwise). Targets: memory-bound kernels >= 90% of copy "
              "bandwidth and >= 1.0x torch.compile at every shape of at least 4096x4096 elements; every kernel >= 3x "
-             "the eager form; attention >= 0.8x F.scaled_dot_product_attention at 4x16x4096x128, causal and full.", "",
+             "the eager form; attention >= 0.8x F.scaled_dot_product_attention at 4x16x4096x128, causal and full. "
+             "Ratios are the other variant's time over the fused kernel's (above 1: fused is faster).", "",
              "| kernel | mode | shape | fused ms | % of copy | vs eager | vs library | vs compile | vs triton | targets |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for kernel in harness.KERNELS:
