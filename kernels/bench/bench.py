@@ -2,14 +2,20 @@
 """Checks and benchmarks mlsem's reference kernels on this machine's GPU.
 
 For each kernel and shape: the fused kernel and the unfused baseline (ours, from
-libmlsem_kernels.so through ctypes) are checked against a float64 reference, as are
-the PyTorch forms; then five variants are timed in this one run (fused, baseline,
-torch_eager: the hand-written form, torch_library: the fused library call,
-torch_compile: torch.compile of the hand-written form) with triton.testing.do_bench
-(median), next to the device-to-device copy bandwidth. Writes the results JSON
+libmlsem_kernels.so through ctypes) and the Triton form (kernels/<name>/<name>_triton.py)
+are checked against a float64 reference, as are the PyTorch forms; then six variants are
+timed in this one run (fused, baseline, torch_eager: the hand-written form, torch_library:
+the fused library call, torch_compile: torch.compile of the hand-written form, triton)
+with triton.testing.do_bench (median), next to the device-to-device copy bandwidth. Writes the results JSON
 (harness.validate_results describes it) and prints a table last.
 
   python3 kernels/bench/bench.py [--kernel NAME ...] [--out FILE] [--check-only] [--lib PATH]
+  python3 kernels/bench/bench.py --sanitize [--kernel NAME ...] [--out FILE]
+
+--sanitize runs the correctness checks of our variants (fused, baseline, triton) at the
+small shapes of harness.SANITIZE_SHAPES under compute-sanitizer's memcheck, racecheck and
+synccheck, and writes what each tool found into the `sanitizer` section of the results
+file (the rest of the file is kept).
 
 Without --lib the library is built with CMake into $MLSEM_KERNELS_BUILD
 (default ~/.cache/mlsem/kernels-build) unless it is already there.
@@ -17,9 +23,11 @@ Without --lib the library is built with CMake into $MLSEM_KERNELS_BUILD
 import argparse
 import ctypes
 import datetime
+import importlib.util
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -32,6 +40,8 @@ KERNELS_DIR = Path(__file__).resolve().parent.parent
 DTYPE_CODE = {"float32": 0, "float16": 1, "bfloat16": 2}
 ACT_CODE = {"swiglu": 0, "geglu": 1}
 
+# Variants that write the case's output tensor (poisoned before each check).
+OURS = ("fused", "baseline", "triton")
 P, I64, I32, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
 SIGNATURES = {
     "bias_gelu": [P, P, P, I64, I64, I32, I32, P],
@@ -81,6 +91,17 @@ class Library:
             raise RuntimeError(f"mlsem_{name}_{kind}: {self.dll.mlsem_error_string(rc).decode()}")
 
 
+def load_triton(kernel):
+    """kernels/<kernel>/<kernel>_triton.py as a module, or None when the kernel has none."""
+    path = KERNELS_DIR / kernel / f"{kernel}_triton.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f"{kernel}_triton", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class Case:
     """One kernel at one shape: our two launches, PyTorch's three forms, the reference.
 
@@ -88,8 +109,9 @@ class Case:
     reference of `view(out)`; torch outputs are compared through torch_view and ref_torch."""
 
     def __init__(self, out, ref, fused, baseline, eager_fn, eager_args, library=None, view=None, torch_view=None,
-                 ref_torch=None, compile_eager=True):
+                 ref_torch=None, compile_eager=True, triton=None):
         self.out, self.ref, self.fused, self.baseline = out, ref, fused, baseline
+        self.triton = triton  # writes `out` like ours
         self.eager_fn, self.eager_args, self.library = eager_fn, eager_args, library
         self.view = view or (lambda t: t)
         self.torch_view = torch_view or self.view
@@ -104,7 +126,15 @@ def main():
     ap.add_argument("--lib", default=os.environ.get("MLSEM_KERNELS_LIB"), help="path of libmlsem_kernels.so")
     ap.add_argument("--check-only", action="store_true", help="correctness only, no timing")
     ap.add_argument("--rep-ms", type=float, default=100.0, help="do_bench repetition time per variant")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="run our variants under compute-sanitizer; results in the file's `sanitizer` section")
+    ap.add_argument("--sanitizer", default=os.environ.get("COMPUTE_SANITIZER", "compute-sanitizer"),
+                    help="the compute-sanitizer executable")
+    ap.add_argument("--small", action="store_true", help="the small shapes of harness.SANITIZE_SHAPES")
+    ap.add_argument("--ours-only", action="store_true", help="only our variants: fused, baseline, triton")
     args = ap.parse_args()
+    if args.sanitize:
+        return sanitize(args)
 
     import torch
     import torch.nn.functional as F
@@ -115,6 +145,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch._dynamo.config.cache_size_limit = 256
     lib = Library(args.lib or build_library())
+    tri = {k: load_triton(k) for k in harness.KERNELS}
     dev = "cuda"
     stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)  # noqa: E731
     ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
@@ -163,7 +194,8 @@ def main():
 
         a = lambda k: lambda: lib.call("bias_gelu", k, ptr(x), ptr(b), ptr(y), rows, cols, int(tanh), code(dt), stream())  # noqa: E731
         return Case(y, ref, a("fused"), a("baseline"), eager, (x, b),
-                    library=lambda: F.gelu(x + b, approximate="tanh" if tanh else "none"))
+                    library=lambda: F.gelu(x + b, approximate="tanh" if tanh else "none"),
+                    triton=lambda: tri["bias_gelu"].bias_gelu(x, b, y, tanh))
 
     def case_softmax(shape, mode, dt):
         rows, cols = shape
@@ -177,7 +209,7 @@ def main():
 
         a = lambda k: lambda: lib.call("softmax", k, ptr(x), ptr(y), rows, cols, code(dt), stream())  # noqa: E731
         return Case(y, lambda: torch.softmax(x.double(), -1), a("fused"), a("baseline"), eager, (x,),
-                    library=lambda: F.softmax(x, dim=-1))
+                    library=lambda: F.softmax(x, dim=-1), triton=lambda: tri["softmax"].softmax(x, y))
 
     def case_layernorm(shape, mode, dt):
         rows, cols = shape
@@ -193,7 +225,8 @@ def main():
         a = lambda k: lambda: lib.call("layernorm", k, ptr(x), ptr(w), ptr(bb), ptr(y), rows, cols, 1e-5, code(dt), stream())  # noqa: E731
         return Case(y, lambda: F.layer_norm(x.double(), (cols,), w.double(), bb.double(), 1e-5),
                     a("fused"), a("baseline"), eager, (x, w, bb),
-                    library=lambda: F.layer_norm(x, (cols,), w, bb, 1e-5))
+                    library=lambda: F.layer_norm(x, (cols,), w, bb, 1e-5),
+                    triton=lambda: tri["layernorm"].layernorm(x, w, bb, y, 1e-5))
 
     def case_rmsnorm(shape, mode, dt):
         rows, cols = shape
@@ -210,7 +243,8 @@ def main():
 
         a = lambda k: lambda: lib.call("rmsnorm", k, ptr(x), ptr(w), ptr(y), rows, cols, 1e-6, code(dt), stream())  # noqa: E731
         return Case(y, ref, a("fused"), a("baseline"), eager, (x, w),
-                    library=lambda: F.rms_norm(x, (cols,), w, 1e-6))
+                    library=lambda: F.rms_norm(x, (cols,), w, 1e-6),
+                    triton=lambda: tri["rmsnorm"].rmsnorm(x, w, y, 1e-6))
 
     def case_gated_mlp(shape, mode, dt):
         rows, cols = shape
@@ -225,7 +259,8 @@ def main():
             return act(g) * u
 
         a = lambda k: lambda: lib.call("gated_mlp", k, ptr(g), ptr(u), 2 * cols, ptr(y), rows, cols, ACT_CODE[mode], code(dt), stream())  # noqa: E731
-        return Case(y, lambda: act(g.double()) * u.double(), a("fused"), a("baseline"), eager, (proj,))
+        return Case(y, lambda: act(g.double()) * u.double(), a("fused"), a("baseline"), eager, (proj,),
+                    triton=lambda: tri["gated_mlp"].gated_mlp(g, u, 2 * cols, y, mode == "geglu"))
 
     def case_rope(shape, mode, dt):
         tokens, heads, dim = shape
@@ -257,7 +292,8 @@ def main():
             return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1)
 
         a = lambda k: lambda: lib.call("rope", k, ptr(x), ptr(cos32), ptr(sin32), ptr(y), tokens, seq, heads, dim, code(dt), stream())  # noqa: E731
-        return Case(y, ref, a("fused"), a("baseline"), eager, (x, cos_t, sin_t))
+        return Case(y, ref, a("fused"), a("baseline"), eager, (x, cos_t, sin_t),
+                    triton=lambda: tri["rope"].rope(x, cos32, sin32, y, seq))
 
     def case_cross_entropy(shape, mode, dt):
         rows, vocab = shape
@@ -277,7 +313,8 @@ def main():
         a = lambda k: lambda: lib.call("cross_entropy", k, ptr(logits), ptr(tgt), ptr(losses), ptr(mean), rows, vocab, code(dt), stream())  # noqa: E731
         return Case(losses, ref, a("fused"), a("baseline"), eager, (logits, tgt),
                     library=lambda: F.cross_entropy(logits, tgt), ref_torch=lambda: ref().mean().reshape(()),
-                    torch_view=lambda t: t.reshape(()))
+                    torch_view=lambda t: t.reshape(()),
+                    triton=lambda: tri["cross_entropy"].cross_entropy(logits, tgt, losses, mean))
 
     def case_attention_fwd(shape, mode, dt):
         b, h, t, d = shape
@@ -305,7 +342,7 @@ def main():
         baseline = lambda: lib.call("attention_fwd", "baseline", ptr(q), ptr(k), ptr(v), ptr(o), b, h, t, d, int(causal), dcode, stream())  # noqa: E731
         c = Case(o, ref, lambda: check_rc(fused()()), baseline, eager, (q, k, v),
                  library=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                 view=lambda z: z[:1, :2])
+                 view=lambda z: z[:1, :2], triton=lambda: tri["attention_fwd"].attention_fwd(q, k, v, o, causal))
         c.configs = [lambda cfg=cfg: check_rc(fused(cfg)()) for cfg in range(1, lib.dll.mlsem_attention_fwd_config_count() + 1)]
         return c
 
@@ -388,7 +425,7 @@ def main():
 
     def check(kernel, shape, mode, dtype_name, c, variant, run):
         """Runs one variant once on poisoned output, compares it with the reference."""
-        ours = variant in ("fused", "baseline")
+        ours = variant in OURS
         if ours:
             c.out.fill_(float("nan"))
         got = run()
@@ -405,7 +442,9 @@ def main():
     selected = args.kernel or list(harness.KERNELS)
     started = time.time()
     for kernel in selected:
-        spec = harness.SHAPES[kernel]
+        spec = dict(harness.SHAPES[kernel])
+        if args.small:
+            spec["shapes"] = harness.SANITIZE_SHAPES[kernel]
         timed_dtype = spec.get("dtype", "bfloat16")
         # Correctness in the other 16-bit type too (and float32 where the kernel has it),
         # at the ragged and a mid-sized shape: checks only, not timed.
@@ -414,7 +453,7 @@ def main():
             for shape in spec["shapes"]:
                 for dtype_name in [timed_dtype] + extra_dtypes:
                     is_timed = dtype_name == timed_dtype and not args.check_only
-                    if dtype_name != timed_dtype and shape not in spec["shapes"][1:3]:
+                    if dtype_name != timed_dtype and (args.small or shape not in spec["shapes"][1:3]):
                         continue
                     try:
                         c = cases["case_" + kernel](shape, mode, getattr(torch, dtype_name))
@@ -425,6 +464,10 @@ def main():
                         if c.compile_eager and is_timed:
                             compiled = torch.compile(c.eager_fn, dynamic=False)
                             variants["torch_compile"] = lambda c=c, f=compiled: f(*c.eager_args)
+                        if c.triton:
+                            variants["triton"] = c.triton
+                        if args.ours_only:
+                            variants = {v: f for v, f in variants.items() if v in OURS}
                         for variant, run in variants.items():
                             ok, max_abs, rel = check(kernel, shape, mode, dtype_name, c, variant, run)
                             if is_timed:
@@ -456,14 +499,79 @@ def main():
     print_table(doc)
     print(f"results: {out_path}" + (f" (problems: {problems})" if problems else ""))
     ours_wrong = [r for r in doc["runs"] + doc["checks"]
-                  if r["correct"] is False and r["variant"] in ("fused", "baseline")]
+                  if r["correct"] is False and r["variant"] in OURS]
     return 1 if ours_wrong or doc["errors"] else 0
+
+
+def device_name():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, check=True).stdout.strip().splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return "unknown"
+
+
+def checked_kernel_names():
+    """Substrings of the kernels the sanitizer instruments: ours (C++ namespace
+    mlsem_kernels) and the Triton ones (their function names); PyTorch's own kernels, which
+    the checks use for inputs and references, run uninstrumented."""
+    names = ["mlsem_kernels"]
+    for path in sorted(KERNELS_DIR.glob("*/*_triton.py")):
+        names += re.findall(r"@triton\.jit\s*\ndef (\w+)", path.read_text())
+    return names
+
+
+def sanitize(args):
+    """Our variants' checks at small shapes under each compute-sanitizer tool, one child
+    process per tool; the `sanitizer` section of the results file records what each found."""
+    lib = args.lib or build_library()
+    out_path = Path(args.out) if args.out else KERNELS_DIR / "results" / f"{harness.device_slug(device_name())}.json"
+    doc = json.loads(out_path.read_text()) if out_path.exists() else {}
+    kernels = args.kernel or list(harness.KERNELS)
+    try:
+        version = subprocess.run([args.sanitizer, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    except (OSError, IndexError):
+        version = "unknown"
+    section = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "compute_sanitizer": version, "device": device_name(), "kernels": kernels,
+               "variants": list(OURS), "shapes": "harness.SANITIZE_SHAPES",
+               "instrumented": checked_kernel_names(), "tools": {}}
+    failed = False
+    for tool in harness.SANITIZER_TOOLS:
+        tmp = out_path.with_name(f".sanitize-{tool}.json")
+        cmd = [args.sanitizer, "--tool", tool, "--print-limit", "100"]
+        for name in checked_kernel_names():
+            cmd += ["--kernel-name", f"kns={name}"]
+        cmd += [sys.executable, str(Path(__file__).resolve()),
+               "--check-only", "--small", "--ours-only", "--lib", str(lib), "--out", str(tmp)]
+        for k in kernels:
+            cmd += ["--kernel", k]
+        started = time.time()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        log = proc.stdout + proc.stderr
+        checks = json.loads(tmp.read_text()).get("checks", []) if tmp.exists() else []
+        tmp.unlink(missing_ok=True)
+        errors = harness.sanitizer_errors(log)
+        entry = {"errors": errors, "exit_code": proc.returncode, "seconds": round(time.time() - started, 1),
+                 "checks": len(checks), "checks_correct": sum(1 for c in checks if c["correct"]),
+                 "kernels_with_errors": harness.sanitizer_kernels(log) if errors else []}
+        if errors is None or errors or proc.returncode:
+            entry["log_tail"] = log[-4000:]
+            failed = True
+        section["tools"][tool] = entry
+        print(f"{tool}: {errors} errors, exit {proc.returncode}, {entry['checks_correct']}/{len(checks)} checks "
+              f"correct, {entry['seconds']} s", flush=True)
+    doc["sanitizer"] = section
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"results: {out_path}")
+    return 1 if failed else 0
 
 
 def print_table(doc):
     print(f"\n{doc['device']}  copy {doc['copy_gbps']} GB/s  torch {doc['torch']}")
     print(f"{'kernel':<22}{'mode':<8}{'shape':<18}{'fused ms':>10}{'GB/s|TF':>9}{'%copy':>7}"
-          f"{'x eager':>9}{'x lib':>8}{'x compile':>10}{'x base':>8}")
+          f"{'x eager':>9}{'x lib':>8}{'x compile':>10}{'x base':>8}{'x triton':>9}")
     fused = {(r["kernel"], r.get("mode"), r["shape"]): r for r in doc["runs"] if r["variant"] == "fused"}
     for s in doc.get("summary", []):
         r = fused[(s["kernel"], s["mode"], s["shape"])]
@@ -472,9 +580,9 @@ def print_table(doc):
         pct = f"{100 * s['fraction_of_copy']:.0f}" if "fraction_of_copy" in s else "-"
         print(f"{s['kernel']:<22}{s['mode'] or '':<8}{s['shape']:<18}{s['fused_ms']:>10.4f}{thr:>9}{pct:>7}"
               f"{f('speedup_vs_torch_eager'):>9}{f('speedup_vs_torch_library'):>8}"
-              f"{f('speedup_vs_torch_compile'):>10}{f('speedup_vs_baseline'):>8}")
+              f"{f('speedup_vs_torch_compile'):>10}{f('speedup_vs_baseline'):>8}{f('speedup_vs_triton'):>9}")
     wrong = [r for r in doc["runs"] + doc["checks"] if r["correct"] is False]
-    ours = [r for r in wrong if r["variant"] in ("fused", "baseline")]
+    ours = [r for r in wrong if r["variant"] in OURS]
     print(f"outside tolerance: {len(ours)} of ours, {len(wrong) - len(ours)} of PyTorch's; errors: {len(doc['errors'])}")
 
 

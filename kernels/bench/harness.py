@@ -10,7 +10,7 @@ import re
 # for float32 accumulation and fast exp/tanh without letting a wrong element pass.
 REL_L2_TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
 
-VARIANTS = ("fused", "baseline", "torch_eager", "torch_library", "torch_compile")
+VARIANTS = ("fused", "baseline", "torch_eager", "torch_library", "torch_compile", "triton")
 
 # Shapes per kernel, small to LLM-sized, with ragged ones (sizes not multiples of the
 # block or the 8-element pack). Modes are separate rows of the results.
@@ -34,6 +34,44 @@ SHAPES = {
     "lesson_smem_transpose": {"dtype": "float32", "shapes": [(3001, 4097), (4096, 4096), (8192, 8192)]},
 }
 KERNELS = tuple(SHAPES)
+
+# Shapes for --sanitize (compute-sanitizer slows kernels 10-100x): small, but covering every
+# code path of each kernel (ragged sizes, the vector path, long rows, both attention tails).
+SANITIZE_SHAPES = {
+    "bias_gelu": [(33, 3001), (64, 1024)],
+    "softmax": [(33, 3001), (16, 1024), (4, 131072)],
+    "layernorm": [(33, 3001), (16, 8192)],
+    "rmsnorm": [(33, 3001), (16, 8192)],
+    "gated_mlp": [(33, 3001), (16, 1024)],
+    "rope": [(100, 7, 72), (64, 16, 64)],
+    "cross_entropy": [(17, 50257), (8, 128256)],
+    "attention_fwd": [(1, 2, 777, 64), (1, 2, 256, 128)],
+    "lesson_coalescing": [(301, 409), (256, 256)],
+    "lesson_vectorized": [(4099,), (4096,)],
+    "lesson_warp_reduce": [(301, 409), (64, 1024)],
+    "lesson_tiled_matmul": [(100, 101, 99), (128, 128, 128)],
+    "lesson_smem_transpose": [(301, 409), (256, 256)],
+}
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
+
+
+def sanitizer_errors(log):
+    """The error count compute-sanitizer printed ('ERROR SUMMARY: N errors'), or None
+    when the log has no summary (the tool did not run to the end)."""
+    # memcheck and synccheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY:
+    # H hazards displayed (N errors, W warnings)"
+    found = re.findall(r"ERROR SUMMARY: (\d+) error|SUMMARY: \d+ hazards? displayed \((\d+) error", log)
+    return int(next(g for g in found[-1] if g)) if found else None
+
+
+def sanitizer_kernels(log):
+    """Names of the kernels compute-sanitizer reported errors in, in order of first report."""
+    names = []
+    for m in re.finditer(r"^=+\s+at (?:0x[0-9a-f]+ in )?(?:void )?(.+?)(?:\(|\+0x|$)", log, re.M):
+        name = m.group(1).strip()
+        if name and name not in names:
+            names.append(name)
+    return names
 MEMORY_BOUND = ("bias_gelu", "softmax", "layernorm", "rmsnorm", "gated_mlp", "rope", "cross_entropy")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -149,6 +187,11 @@ REQUIRED_RUN = ("kernel", "shape", "dtype", "variant", "ms", "correct", "max_abs
 def validate_results(doc):
     """Problems with a results document, as strings (empty when it is well-formed)."""
     problems = [f"missing key '{k}'" for k in REQUIRED_TOP if k not in doc]
+    for tool, entry in (doc.get("sanitizer") or {}).get("tools", {}).items():
+        if tool not in SANITIZER_TOOLS:
+            problems.append(f"sanitizer: unknown tool {tool!r}")
+        elif "errors" not in entry:
+            problems.append(f"sanitizer.{tool}: missing 'errors'")
     for i, r in enumerate(doc.get("runs", [])):
         problems += [f"runs[{i}]: missing '{k}'" for k in REQUIRED_RUN if k not in r]
         if "gbps" not in r and "tflops" not in r:

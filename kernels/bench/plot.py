@@ -12,7 +12,7 @@ from pathlib import Path
 import harness
 
 COLORS = {"fused": "#d62728", "baseline": "#9467bd", "torch_eager": "#7f7f7f", "torch_library": "#1f77b4",
-          "torch_compile": "#2ca02c"}
+          "torch_compile": "#2ca02c", "triton": "#9467bd"}
 DASHES = ["", "6,3", "2,2"]
 W, H, LEFT, RIGHT, TOP, BOTTOM = 760, 440, 70, 190, 40, 50
 

@@ -71,6 +71,24 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("runs[0]: unknown variant 'fast'", problems)
         self.assertIn("runs[0]: neither 'gbps' nor 'tflops'", problems)
 
+    def test_sanitizer_summaries_of_each_tool(self):
+        self.assertEqual(harness.sanitizer_errors("========= ERROR SUMMARY: 0 errors\n"), 0)
+        self.assertEqual(harness.sanitizer_errors("========= ERROR SUMMARY: 3 errors\n"), 3)
+        race = "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n"
+        self.assertEqual(harness.sanitizer_errors(race), 1)
+        # no summary: the tool did not finish, which must not read as clean
+        self.assertIsNone(harness.sanitizer_errors("Traceback ...\n"))
+        log = ("========= Invalid __global__ write of size 2 bytes\n"
+               "=========     at void mlsem_kernels::softmax_cached<float, 1, true>(const T1 *, T1 *, long)+0x40\n")
+        self.assertEqual(harness.sanitizer_kernels(log + log), ["mlsem_kernels::softmax_cached<float, 1, true>"])
+
+    def test_validate_checks_the_sanitizer_section(self):
+        doc = {"device": "x", "driver": "", "cuda": "", "torch": "", "date": "", "command": "", "copy_gbps": 1,
+               "runs": [], "sanitizer": {"tools": {"memcheck": {"errors": 0}, "initcheck": {"errors": 0},
+                                                   "racecheck": {}}}}
+        problems = harness.validate_results(doc)
+        self.assertEqual(problems, ["sanitizer: unknown tool 'initcheck'", "sanitizer.racecheck: missing 'errors'"])
+
     def test_device_slug(self):
         self.assertEqual(harness.device_slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
 

@@ -52,7 +52,7 @@ int fused(const T* x, const T* bias, T* y, int64_t rows, int64_t cols, bool tanh
                    can_vectorize(bias, cols, sizeof(T));
   if (ceil_div(n, kPack<T>) + 1024 * kUnroll >= kFastDivLimit) return MLSEM_BAD_ARGUMENT;
   const FastDiv packs_per_row(static_cast<uint32_t>(ceil_div(cols, kPack<T>)));
-  const int threads = 256, blocks = elementwise_blocks(ceil_div(n, kPack<T> * kUnroll), threads);
+  const int threads = 256, blocks = elementwise_blocks(ceil_div(n, kPack<T> * kUnroll), threads, 0);
   MLSEM_WITH_VEC(vec, {
     if (tanh_approx)
       bias_gelu_kernel<T, true, VEC><<<blocks, threads, 0, s>>>(x, bias, y, n, cols, packs_per_row);

@@ -36,6 +36,37 @@ inline RowPlan plan_rows(int64_t cols, int pack) {
   return {1024, 0, false};
 }
 
+// A row split across a thread-block cluster (sm_90): `cluster` blocks share one row, each
+// owning `chunk` consecutive columns (a multiple of the pack, so every chunk of an aligned
+// row starts 16-byte aligned); they exchange their partial (max, sum) pairs through
+// distributed shared memory. 8 is the largest portable cluster size.
+struct SplitPlan {
+  int cluster = 1;
+  int64_t chunk = 0;
+  int threads = 0;
+};
+inline constexpr int kMaxCluster = 8;
+
+// Softmax rows too long to cache in one block: the row is split over a cluster of 8 blocks,
+// each caching `ppt` packs per thread in registers, so the row is still read once. Returns
+// cluster 0 when even the cluster cannot cache the row (the online two-read kernel then).
+inline SplitPlan plan_cached_split(int64_t cols, int pack, int ppt, int max_threads = 512, int cluster = kMaxCluster) {
+  const int64_t chunk = round_up(ceil_div(cols, cluster), pack);
+  const int64_t threads = round_up(ceil_div(chunk / pack, ppt), 32);
+  if (threads > max_threads) return {0, 0, 0};
+  return {cluster, chunk, static_cast<int>(threads < 64 ? 64 : threads)};
+}
+
+// Streaming row reductions (cross-entropy): split a row over a cluster only when the rows
+// alone give too few blocks to keep enough loads in flight (under `target_blocks`), and
+// only while each block keeps at least `min_chunk` columns.
+inline SplitPlan plan_stream_split(int64_t rows, int64_t cols, int pack, int64_t target_blocks,
+                                   int64_t min_chunk = 4096, int threads = 256) {
+  int cluster = 1;
+  while (cluster < kMaxCluster && rows * cluster < target_blocks && cols / (2 * cluster) >= min_chunk) cluster *= 2;
+  return {cluster, round_up(ceil_div(cols, cluster), pack), threads};
+}
+
 // Whether 16-byte accesses are legal: every row starts on a 16-byte boundary.
 inline bool can_vectorize(const void* base, int64_t row_stride_elems, int elem_bytes) {
   return reinterpret_cast<uintptr_t>(base) % 16 == 0 && (row_stride_elems * elem_bytes) % 16 == 0;

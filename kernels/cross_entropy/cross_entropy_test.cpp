@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/launch.h"
 #include "common/reference.h"
 #include "tests/random.h"
 
@@ -25,6 +26,24 @@ TEST(CrossEntropy, ChunkedEqualsUnchunked) {
     const double exact = reference::cross_entropy(logits, target);
     for (size_t chunk : {8, 2048, 8192, 50257, 65536})
       EXPECT_NEAR(reference::cross_entropy_chunked(logits, target, chunk), exact, 1e-10) << chunk;
+  }
+}
+
+// Few rows are split over a cluster until the blocks fill the GPU; many rows, or a short
+// vocabulary, stay one block per row.
+TEST(CrossEntropyPlan, SplitsOnlyShortBatches) {
+  const int64_t target = 16 * 132;
+  EXPECT_EQ(plan_stream_split(1024, 32000, 8, target).cluster, 4);    // 4096 blocks
+  EXPECT_EQ(plan_stream_split(4096, 128256, 8, target).cluster, 1);   // enough rows already
+  EXPECT_EQ(plan_stream_split(8, 128256, 8, target).cluster, kMaxCluster);
+  EXPECT_EQ(plan_stream_split(8, 6000, 8, target).cluster, 1);        // chunks would be too short
+  for (int64_t rows : {1, 17, 1024, 5000}) {
+    for (int64_t vocab : {1000, 32000, 50257, 128256}) {
+      const SplitPlan p = plan_stream_split(rows, vocab, 8, target);
+      EXPECT_GE(p.chunk * p.cluster, vocab);
+      EXPECT_LT((p.cluster - 1) * p.chunk, vocab);  // no block without columns
+      EXPECT_EQ(p.chunk % 8, 0);
+    }
   }
 }
 

@@ -49,7 +49,7 @@ int fused(const T* gate, const T* up, int64_t ld, T* y, int64_t rows, int64_t co
                    can_vectorize(y, cols, sizeof(T)) && cols % kPack<T> == 0;
   const int64_t packs = rows * ceil_div(cols, kPack<T>);
   if (packs + 1024 * kUnroll >= kFastDivLimit) return MLSEM_BAD_ARGUMENT;
-  const int threads = 256, blocks = elementwise_blocks(ceil_div(packs, kUnroll), threads);
+  const int threads = 256, blocks = elementwise_blocks(ceil_div(packs, kUnroll), threads, 0);
   const FastDiv packs_per_row(static_cast<uint32_t>(ceil_div(cols, kPack<T>)));
   MLSEM_WITH_VEC(vec, gated_kernel<T, VEC><<<blocks, threads, 0, s>>>(gate, up, ld, y, rows, cols, act, packs_per_row));
   MLSEM_CHECK_LAUNCH();

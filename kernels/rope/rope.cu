@@ -5,54 +5,54 @@
 namespace mlsem_kernels {
 namespace {
 
-// Each thread rotates packs of pairs: P elements of the first half with the P matching
-// elements of the second, kUnroll such packs a step, all loaded before the first is used.
-// The cos/sin rows are shared by every head of a token, so they come from cache; memory
-// traffic is x once in, y once out.
-constexpr int kUnroll = 2;
+// Each thread rotates one pack of pairs (P elements of the first half with the P matching
+// elements of the second) for kHeadsPerThread heads of one token: the cos/sin pack of that
+// (position, column) is loaded once and reused across the heads, so the tables cost a
+// fraction of the cache traffic of x; all the heads' loads are issued before the first
+// is used. Memory traffic is x once in, y once out.
+constexpr int kHeadsPerThread = 4;
 
 template <class T, bool VEC>
-__global__ void rope_kernel(const T* x, const float* cosv, const float* sinv, T* y, int64_t tokens, int64_t head_dim,
-                            FastDiv packs_per_half, FastDiv heads, FastDiv seq_len) {
-  constexpr int P = kPack<T>;
+__global__ void rope_kernel(const T* x, const float* cosv, const float* sinv, T* y, int64_t tokens, int64_t heads,
+                            int64_t head_dim, FastDiv packs_per_half, FastDiv head_groups, FastDiv seq_len) {
+  constexpr int P = kPack<T>, H = kHeadsPerThread;
   const int64_t h = head_dim / 2;
-  const int64_t packs = tokens * heads.divisor * packs_per_half.divisor;
-  for (int64_t base = blockIdx.x * int64_t{blockDim.x} * kUnroll + threadIdx.x; base < packs;
-       base += int64_t{gridDim.x} * blockDim.x * kUnroll) {
-    Pack<T> x1[kUnroll], x2[kUnroll];
+  const int64_t items = tokens * head_groups.divisor * packs_per_half.divisor;
+  for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < items; p += int64_t{gridDim.x} * blockDim.x) {
+    const uint32_t q = packs_per_half.div(static_cast<uint32_t>(p));  // (token, head group)
+    const int64_t c = (p - int64_t{q} * packs_per_half.divisor) * P;
+    const uint32_t token = head_groups.div(q);
+    const int64_t head0 = int64_t{q - token * head_groups.divisor} * H;
+    Pack<T> x1[H], x2[H];
 #pragma unroll
-    for (int k = 0; k < kUnroll; ++k) {
-      const int64_t p = base + k * int64_t{blockDim.x};
-      const int64_t row = packs_per_half.div(static_cast<uint32_t>(p));  // (token, head)
-      const int64_t c = (p - row * packs_per_half.divisor) * P;
-      const int64_t limit = p < packs ? h : 0;
+    for (int k = 0; k < H; ++k) {
+      const int64_t row = int64_t{token} * heads + head0 + k;
+      const int64_t limit = head0 + k < heads ? h : 0;
       x1[k] = load_pack<VEC>(x + row * head_dim, c, limit, 0.f);
       x2[k] = load_pack<VEC>(x + row * head_dim + h, c, limit, 0.f);
     }
+    const int64_t pos = seq_len.mod(token);
+    float cs[P], sn[P];
+    if (VEC) {  // the table row segment is 16-byte aligned too: float4 loads
 #pragma unroll
-    for (int k = 0; k < kUnroll; ++k) {
-      const int64_t p = base + k * int64_t{blockDim.x};
-      if (p >= packs) break;
-      const int64_t row = packs_per_half.div(static_cast<uint32_t>(p));
-      const int64_t c = (p - row * packs_per_half.divisor) * P;
-      const int64_t pos = seq_len.mod(heads.div(static_cast<uint32_t>(row)));
-      float cs[P], sn[P];
-      if (VEC) {  // the table row segment is 16-byte aligned too: float4 loads
-#pragma unroll
-        for (int j = 0; j < P; j += 4) {
-          const float4 c4 = *reinterpret_cast<const float4*>(cosv + pos * h + c + j);
-          const float4 s4 = *reinterpret_cast<const float4*>(sinv + pos * h + c + j);
-          cs[j] = c4.x; cs[j + 1] = c4.y; cs[j + 2] = c4.z; cs[j + 3] = c4.w;
-          sn[j] = s4.x; sn[j + 1] = s4.y; sn[j + 2] = s4.z; sn[j + 3] = s4.w;
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < P; ++j) {
-          const bool in = c + j < h;
-          cs[j] = in ? cosv[pos * h + c + j] : 0.f;
-          sn[j] = in ? sinv[pos * h + c + j] : 0.f;
-        }
+      for (int j = 0; j < P; j += 4) {
+        const float4 c4 = *reinterpret_cast<const float4*>(cosv + pos * h + c + j);
+        const float4 s4 = *reinterpret_cast<const float4*>(sinv + pos * h + c + j);
+        cs[j] = c4.x; cs[j + 1] = c4.y; cs[j + 2] = c4.z; cs[j + 3] = c4.w;
+        sn[j] = s4.x; sn[j + 1] = s4.y; sn[j + 2] = s4.z; sn[j + 3] = s4.w;
       }
+    } else {
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        const bool in = c + j < h;
+        cs[j] = in ? cosv[pos * h + c + j] : 0.f;
+        sn[j] = in ? sinv[pos * h + c + j] : 0.f;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < H; ++k) {
+      if (head0 + k >= heads) break;
+      const int64_t row = int64_t{token} * heads + head0 + k;
       Pack<T> o1, o2;
 #pragma unroll
       for (int j = 0; j < P; ++j) {
@@ -72,13 +72,14 @@ int fused(const T* x, const float* cosv, const float* sinv, T* y, int64_t tokens
   // Both halves of every row must start on 16 bytes for pack loads.
   const bool vec = can_vectorize(x, h, sizeof(T)) && can_vectorize(y, h, sizeof(T)) && h % kPack<T> == 0 &&
                    can_vectorize(cosv, h, sizeof(float)) && can_vectorize(sinv, h, sizeof(float));
-  const int64_t packs = tokens * heads * ceil_div(h, kPack<T>);
-  if (packs + 1024 * kUnroll >= kFastDivLimit || seq_len >= kFastDivLimit) return MLSEM_BAD_ARGUMENT;
-  const int threads = 256, blocks = elementwise_blocks(ceil_div(packs, kUnroll), threads);
-  const FastDiv packs_per_half(static_cast<uint32_t>(ceil_div(h, kPack<T>))), head_div(static_cast<uint32_t>(heads)),
+  const int64_t groups = ceil_div(heads, kHeadsPerThread);
+  const int64_t items = tokens * groups * ceil_div(h, kPack<T>);
+  if (items + 1024 * 1024 >= kFastDivLimit || seq_len >= kFastDivLimit) return MLSEM_BAD_ARGUMENT;
+  const int threads = 256, blocks = elementwise_blocks(items, threads, 0);
+  const FastDiv packs_per_half(static_cast<uint32_t>(ceil_div(h, kPack<T>))), group_div(static_cast<uint32_t>(groups)),
       seq_div(static_cast<uint32_t>(seq_len));
-  MLSEM_WITH_VEC(vec, rope_kernel<T, VEC><<<blocks, threads, 0, s>>>(x, cosv, sinv, y, tokens, head_dim, packs_per_half,
-                                                                     head_div, seq_div));
+  MLSEM_WITH_VEC(vec, rope_kernel<T, VEC><<<blocks, threads, 0, s>>>(x, cosv, sinv, y, tokens, heads, head_dim,
+                                                                     packs_per_half, group_div, seq_div));
   MLSEM_CHECK_LAUNCH();
   return 0;
 }

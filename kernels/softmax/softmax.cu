@@ -1,5 +1,10 @@
-// Softmax over the last dim: one pass over memory (row cached in registers), an online
-// two-read fallback for rows too long to cache, and the unfused baseline.
+// Softmax over the last dim: one pass over memory (row cached in registers; rows too long
+// for one block split over a thread-block cluster), an online two-read fallback for rows
+// too long for that, and the unfused baseline.
+#include <cooperative_groups.h>
+
+#include <cstdlib>
+
 #include "../common/eager.cuh"
 
 namespace mlsem_kernels {
@@ -78,6 +83,108 @@ __global__ void softmax_online(const T* x, T* y, int64_t cols) {
   }
 }
 
+// Long rows: a cluster of kMaxCluster blocks per row, each caching its chunk in registers.
+// Each block reduces its chunk to (max, sum of exp), publishes the pair in its shared
+// memory, and after a cluster barrier reads all the cluster's pairs through distributed
+// shared memory; it then writes its chunk from registers. One read, one write, and
+// rows * 8 blocks to spread over the SMs.
+template <class T, int PPT, bool VEC>
+__global__ void softmax_cluster(const T* x, T* y, int64_t cols, int64_t chunk) {
+  namespace cg = cooperative_groups;
+  constexpr int P = kPack<T>;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned rank = cluster.block_rank(), blocks = cluster.num_blocks();
+  const int64_t row = blockIdx.x / blocks, c0 = rank * chunk;
+  const int64_t n = c0 < cols ? (cols - c0 < chunk ? cols - c0 : chunk) : 0;  // this block's columns
+  const T* xr = x + row * cols + c0;
+  T* yr = y + row * cols + c0;
+  Pack<T> v[PPT];
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) v[i] = load_pack<VEC>(xr, (int64_t(i) * blockDim.x + threadIdx.x) * P, n, -INFINITY);
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < PPT; ++i)
+#pragma unroll
+    for (int j = 0; j < P; ++j) m = fmaxf(m, v[i][j]);
+  m = block_max(m);
+  float s = 0.f;
+  if (m != -INFINITY) {
+#pragma unroll
+    for (int i = 0; i < PPT; ++i)
+#pragma unroll
+      for (int j = 0; j < P; ++j) s += __expf(v[i][j] - m);
+  }
+  s = block_sum(s);
+  __shared__ float2 stat;
+  if (threadIdx.x == 0) stat = make_float2(m, s);
+  cluster.sync();  // every block's pair is published
+  const int lane = threadIdx.x & 31;
+  MaxSum tot;
+  if (lane < (int)blocks) {
+    const float2 p = *cluster.map_shared_rank(&stat, lane);
+    tot = {p.x, p.y};
+  }
+  tot = warp_merge(tot);
+  cluster.sync();  // no block leaves (freeing its shared memory) while others read it
+  const float inv = 1.f / tot.s;
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) {
+#pragma unroll
+    for (int j = 0; j < P; ++j) v[i].set(j, __expf(v[i][j] - tot.m) * inv);
+    store_pack<VEC>(yr, (int64_t(i) * blockDim.x + threadIdx.x) * P, n, v[i]);
+  }
+}
+
+constexpr int kClusterPacks = 8;  // packs per thread in the cluster kernel
+
+// Blocks per row of the cluster kernel: 16 (a non-portable cluster size that Hopper
+// allows). On an H100 at 1024x131072 bf16, clusters of 4, 8 and 16 blocks ran in 0.306,
+// 0.283 and 0.256 ms: smaller blocks keep more of them resident per SM. The environment
+// variable MLSEM_KERNELS_SOFTMAX_CLUSTER (2, 4, 8 or 16; 1 for the online two-read kernel)
+// overrides it, for experiments.
+int softmax_cluster_size() {
+  static const int size = [] {
+    const char* v = std::getenv("MLSEM_KERNELS_SOFTMAX_CLUSTER");
+    const int n = v && *v ? std::atoi(v) : 16;
+    return n == 1 || n == 2 || n == 4 || n == 8 ? n : 16;  // 1: the online two-read kernel
+  }();
+  return size;
+}
+
+template <class T, bool VEC>
+cudaError_t launch_softmax_cluster(const T* x, T* y, int64_t rows, int64_t cols, const SplitPlan& plan,
+                                   cudaStream_t s) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(rows * plan.cluster));
+  cfg.blockDim = dim3(plan.threads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = plan.cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (plan.cluster > kMaxCluster) {
+    const cudaError_t e = cudaFuncSetAttribute(softmax_cluster<T, kClusterPacks, VEC>,
+                                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaLaunchKernelEx(&cfg, softmax_cluster<T, kClusterPacks, VEC>, x, y, cols, plan.chunk);
+}
+
+// Launches with the preferred cluster size; a GPU that refuses a non-portable cluster gets 8.
+template <class T, bool VEC>
+cudaError_t softmax_long_rows(const T* x, T* y, int64_t rows, int64_t cols, const SplitPlan& plan, cudaStream_t s) {
+  cudaError_t e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, plan, s);
+  if (e != cudaSuccess && plan.cluster > kMaxCluster) {
+    (void)cudaGetLastError();  // clear the refused launch
+    const SplitPlan portable = plan_cached_split(cols, kPack<T>, kClusterPacks, 1024, kMaxCluster);
+    if (portable.cluster > 0) e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, portable, s);
+  }
+  return e;
+}
+
 }  // namespace
 
 // Shared with the attention baseline (its row softmax over the scores).
@@ -88,7 +195,12 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
     if (!plan.cached) {
-      softmax_online<T, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols);
+      const SplitPlan split = plan_cached_split(cols, kPack<T>, kClusterPacks, 1024, softmax_cluster_size());
+      if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31)) {
+        MLSEM_TRY((softmax_long_rows<T, VEC>(x, y, rows, cols, split, s)));
+      } else {
+        softmax_online<T, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols);
+      }
     } else {
       switch (plan.packs_per_thread) {
         case 1: softmax_cached<T, 1, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols); break;

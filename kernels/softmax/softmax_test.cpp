@@ -1,6 +1,8 @@
 // CPU-side tests of the softmax kernel's mathematics and launch plan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/launch.h"
 #include "common/reference.h"
 #include "tests/random.h"
@@ -65,6 +67,43 @@ TEST(RowPlan, CachesRowsUpTo8192PacksAndStreamsLonger) {
   const RowPlan p = plan_rows(8192, 8);
   EXPECT_EQ(p.threads, 256);
   EXPECT_EQ(p.packs_per_thread, 4);
+}
+
+TEST(SplitPlan, ClusterChunksCoverLongRowsAlignedAndCached) {
+  for (int cluster : {8, 16}) {
+  for (int pack : {4, 8}) {
+    for (int64_t cols : {65537, 100003, 131072, 262144}) {
+      const SplitPlan p = plan_cached_split(cols, pack, 8, 1024, cluster);  // as softmax.cu plans
+      ASSERT_EQ(p.cluster, cluster) << cols;
+      EXPECT_EQ(p.chunk % pack, 0) << cols;  // every chunk of an aligned row starts aligned
+      EXPECT_GE(p.chunk * p.cluster, cols) << cols;
+      EXPECT_LT((p.cluster - 1) * p.chunk, cols) << cols;  // the last block has columns
+      EXPECT_EQ(p.threads % 32, 0);
+      EXPECT_GE(int64_t{p.threads} * 8 * pack, p.chunk) << cols;  // the chunk fits the registers
+      EXPECT_LE(p.threads, 1024);
+    }
+  }
+  }
+  // 1024 x 131072 bf16 in clusters of 16: blocks of 128 threads, 8192 columns each.
+  const SplitPlan p = plan_cached_split(131072, 8, 8, 1024, 16);
+  EXPECT_EQ(p.chunk, 8192);
+  EXPECT_EQ(p.threads, 128);
+  // Rows past 8 blocks x 512 threads x 8 packs stream instead.
+  EXPECT_EQ(plan_cached_split(int64_t{8} * 512 * 8 * 8 + 64, 8, 8).cluster, 0);
+}
+
+TEST(SplitPlan, MergingPerChunkPairsEqualsTheWholeRow) {
+  // What the cluster does: each block's (max, sum) over its chunk, merged across blocks.
+  const auto x = testing::random_vector(131072 + 5, 3, 6.0);
+  const SplitPlan p = plan_cached_split(static_cast<int64_t>(x.size()), 8, 8);
+  reference::MaxSum all = reference::online_max_sum(x, x.size());
+  reference::MaxSum merged;
+  for (int r = 0; r < p.cluster; ++r) {
+    const size_t b = std::min(x.size(), static_cast<size_t>(r * p.chunk));
+    merged = reference::merge(merged, reference::max_sum(x, b, std::min(x.size(), b + p.chunk)));
+  }
+  EXPECT_EQ(merged.m, all.m);
+  EXPECT_NEAR(merged.s / all.s, 1.0, 1e-12);
 }
 
 }  // namespace
