@@ -24,7 +24,7 @@ fi
 
 # node_modules/.mlsem-lock records the lock file it was installed from.
 if ! cmp -s package-lock.json node_modules/.mlsem-lock 2>/dev/null; then
-  echo "setup: npm ci (tree-sitter, tree-sitter-python, @microsoft/sarif-multitool-linux)"
+  echo "setup: npm ci (tree-sitter, tree-sitter-python; SARIF Multitool and LSP client for the tests)"
   npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
   cp package-lock.json node_modules/.mlsem-lock
 fi

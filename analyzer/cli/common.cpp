@@ -23,6 +23,7 @@ commands:
   concepts            list the concepts rules are filed under
   ir FILE             print the semantic IR of one file
   kernels             list, show or benchmark the reference kernels
+  lsp                 run the Language Server for editors (stdio)
   help [COMMAND]      this help, or a command's
 
 options:
@@ -108,6 +109,10 @@ The reference kernels findings point to (kernels/NAME): list them with their mea
 speedups, show one's lesson (README), or benchmark one on this machine's GPU with
 kernels/bench/bench.py, writing its measurements to FILE (default:
 kernels/results/<device>.json, where measured speedups are read from).
+)"},
+    {"lsp", R"(usage: mlsem lsp [--data DIR] [--cuda-path DIR] [-p BUILD_DIR] [--debounce MS]
+
+The Language Server (LSP 3.17 over stdin/stdout); `mlsem lsp --help` for details.
 )"},
     {"help", R"(usage: mlsem help [COMMAND]
 )"},

@@ -26,6 +26,7 @@
 #include "engine/engine.h"
 #include "ir/print.h"
 #include "kernels/catalog.h"
+#include "lsp/lsp.h"
 #include "report/report.h"
 #include "cli/cli.h"
 
@@ -183,6 +184,7 @@ int run(const std::vector<std::string>& all_args, const char* argv0) {
   if (command == "concepts") return concepts(args, argv0);
   if (command == "ir") return ir_dump(args);
   if (command == "kernels") return kernels_command(args, argv0);
+  if (command == "lsp") return lsp::run_command(args, argv0);
   throw UsageError("", "unknown command '" + command + "'");
 }
 
