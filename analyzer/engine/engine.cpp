@@ -218,8 +218,29 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
     }
   }
   std::vector<Finding> out;
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (!dropped[i] && !suppressed(module, candidates[i].finding)) out.push_back(std::move(candidates[i].finding));
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (dropped[i] || suppressed(module, candidates[i].finding)) continue;
+    Finding& f = candidates[i].finding;
+    // Rules reported once per function (RoPE applied to q and to k): later findings
+    // of the rule in the same function join the first, its range covering both.
+    if (rules_[candidates[i].rule_index].per_function) {
+      auto same = std::find_if(out.begin(), out.end(), [&](const Finding& o) {
+        return o.rule == f.rule && o.function == f.function && o.path == f.path;
+      });
+      if (same != out.end()) {
+        same->range = merge(same->range, f.range);
+        same->confidence = std::max(same->confidence, f.confidence);
+        for (Evidence& e : f.evidence) {
+          bool seen = std::any_of(same->evidence.begin(), same->evidence.end(), [&](const Evidence& o) {
+            return o.text == e.text && o.present == e.present && o.range.begin.line == e.range.begin.line;
+          });
+          if (!seen) same->evidence.push_back(std::move(e));
+        }
+        continue;
+      }
+    }
+    out.push_back(std::move(f));
+  }
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.range.begin.line, a.range.begin.column, a.rule) <
            std::tie(b.range.begin.line, b.range.begin.column, b.rule);

@@ -44,6 +44,7 @@ struct Rule {
   std::string fix;
   std::optional<std::string> kernel;  // "kernels/attention_fwd"
   std::vector<std::string> supersedes;  // rule ids whose overlapping findings this one replaces
+  bool per_function = false;  // one finding per function: RoPE on q and on k is one problem
   RuleDocs docs;
   std::string file;
   uint32_t line = 0;

@@ -392,7 +392,7 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
     if (!doc) continue;
     const toml::table& t = *doc;
     r.only_keys(t, {"id", "name", "status", "language", "concept", "severity", "patterns", "message", "fix", "kernel",
-                    "supersedes", "docs"},
+                    "supersedes", "per_function", "docs"},
                 "a rule file");
     size_t errors_before = r.error_count();
     Rule rule;
@@ -410,6 +410,10 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
     rule.fix = r.str(t, "fix", true, 1);
     if (std::string k = r.str(t, "kernel", false, 1); !k.empty()) rule.kernel = k;
     rule.supersedes = r.strs(t, "supersedes", false, 1);
+    if (const toml::node* pf = t.get("per_function")) {
+      if (auto b = pf->value<bool>()) rule.per_function = *b;
+      else r.error(Reader::line_of(*pf), "'per_function' must be true or false");
+    }
     auto at = [&](std::string_view key) { return t.get(key) ? Reader::line_of(*t.get(key)) : 1u; };
     if (!rule.id.empty() && !std::regex_match(rule.id, kRuleId))
       r.error(at("id"), "rule id '" + rule.id + "' must be letters then three digits, like ATT001");

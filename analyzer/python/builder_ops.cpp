@@ -370,10 +370,19 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
         std::string_view t = text(a.expr(i));
         dtype = dtype_name(t);
         if (dtype.empty() && t.size() > 6 && t.substr(t.size() - 6) == ".dtype") dtype = "like";
-        // A variable holding a dtype (`input_dtype = x.dtype; ... .to(input_dtype)`).
+        // A variable holding a dtype (`input_dtype = x.dtype; ... .to(input_dtype)`), by
+        // its name or by what it was assigned (`input_type = x.dtype`).
         if (dtype.empty() && t.size() >= 5 && t.substr(t.size() - 5) == "dtype" &&
             t.find_first_of(".([") == std::string_view::npos)
           dtype = "like";
+        if (dtype.empty() && sym(a.expr(i)) == S.identifier) {
+          NodeId v = arg_node(a, i);
+          if (v != kNoNode && node(v).op == "name") {
+            auto it = node(v).attrs.find("name");
+            const std::string* n = it == node(v).attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+            if (n && n->size() > 6 && n->compare(n->size() - 6, 6, ".dtype") == 0) dtype = "like";
+          }
+        }
       }
       if (dtype.empty()) return arg(a, 0);  // .to(device): a move, not a cast
       NodeId id = emit("cast", {arg_node(a, 0)}, e);
