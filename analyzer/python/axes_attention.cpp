@@ -35,6 +35,25 @@ bool has(const std::vector<uint32_t>& ids, uint32_t id) {
   return id != 0 && std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+// Is `id` computed from a softmax without a projection in between (the "values" of a
+// Nystrom approximation are a pseudo-inverse of a softmax)? A few steps back, at most.
+bool from_probabilities(const ir::Function& fn, ir::NodeId id) {
+  std::vector<ir::NodeId> todo{id};
+  for (size_t seen = 0; !todo.empty() && seen < 24; ++seen) {
+    ir::NodeId n = todo.back();
+    todo.pop_back();
+    if (n >= fn.nodes.size()) continue;
+    const ir::Node& x = fn.nodes[n];
+    if (x.op == "softmax") return true;
+    // Projections and parameters make values; an opaque helper call (`self.iterative_inv(k)`,
+    // not inlined this deep) is followed, a module call is not.
+    if (is_one_of(x.op, {"linear", "conv", "embedding", "input", "name", "sdpa"}) || x.attr("module_class")) continue;
+    for (ir::NodeId in : x.inputs)
+      if (in < n) todo.push_back(in);
+  }
+  return false;
+}
+
 struct Verdict {
   bool refuted = false;
   std::string why;
@@ -123,6 +142,10 @@ void annotate_axes(ir::Function& fn) {
           if (!w.refuted && !moved && oc.clean && soft.id != 0 && summed.id != 0 && summed.id != soft.id) {
             w.refuted = true;
             w.why = "the product with the probabilities does not sum over the softmax axis";
+          }
+          if (!w.refuted && n.inputs.size() == 2 && from_probabilities(fn, n.inputs[1 - side])) {
+            w.refuted = true;
+            w.why = "the other operand is computed from attention probabilities, not values (an approximation such as Nystrom)";
           }
           ir::Node& o = fn.nodes[u];
           if (w.refuted) {

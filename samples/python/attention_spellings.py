@@ -11,13 +11,15 @@ Models, one class per spelling, each the only attention path of its module:
   and with split.
 
 Expected findings:
-- ATT001 at the product with v in each of the nine classes above.
+- ATT001 at the product with v in each of the nine classes above, and at the landmarks'
+  kernel_3 · v in NystromApproximation.
 Not expected (near misses, marked ok):
 - channel attention (XCiT/DaViT): kᵀ·v sums over tokens, the softmax runs over channels;
 - a class-attention pooling head: one query per image attends over the tokens;
 - a softmax over the query axis (each key's weights over queries) before the product with v;
 - linear attention: softmax of q and of k separately, kᵀ·v first;
-- sigmoid attention and a sum-normalized score matrix: no softmax.
+- sigmoid attention and a sum-normalized score matrix: no softmax;
+- a Nystrom approximation's kernel_1 · pinv(kernel_2): the other operand is not values.
 """
 
 import math
@@ -287,3 +289,26 @@ class SigmoidAndSumNormalized(nn.Module):
         scores = (q @ k.transpose(-2, -1)).relu()
         weights = scores / scores.sum(dim=-1, keepdim=True)
         return gated + weights @ v  # ok: ATT001
+
+
+class NystromApproximation(nn.Module):
+    """Landmark attention: kernel_3 · v is attention; kernel_1 · pinv(kernel_2) is not (no values)."""
+
+    def __init__(self, dim, num_landmarks=64):
+        super().__init__()
+        self.num_landmarks = num_landmarks
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.q(x) / math.sqrt(math.sqrt(d)), self.k(x) / math.sqrt(math.sqrt(d)), self.v(x)
+        q_land = q.reshape(b, self.num_landmarks, n // self.num_landmarks, d).mean(dim=-2)
+        k_land = k.reshape(b, self.num_landmarks, n // self.num_landmarks, d).mean(dim=-2)
+        kernel_1 = F.softmax(q @ k_land.transpose(-1, -2), dim=-1)
+        kernel_2 = F.softmax(q_land @ k_land.transpose(-1, -2), dim=-1)
+        mixed = kernel_1 @ torch.linalg.pinv(kernel_2)  # ok: ATT001
+        kernel_3 = F.softmax(q_land @ k.transpose(-1, -2), dim=-1)
+        landmark_values = kernel_3 @ v  # expect: ATT001
+        return mixed @ landmark_values
