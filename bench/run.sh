@@ -64,7 +64,7 @@ for j in 1 "$jobs"; do rm -f "$out/parse-j$j.times" "$out/analyze-j$j.times"; do
 for ((r = 1; r <= runs; r++)); do
   for j in 1 "$jobs"; do
     measure "parse-j$j" "$build/bench/mlsem_parse_bench" -j "$j" "$out/files.txt"
-    measure "analyze-j$j" "$build/mlsem" analyze --format json -j "$j" \
+    measure "analyze-j$j" "$build/mlsem" analyze --no-cache --format json -j "$j" \
       --output "$out/analyze-j$j.json" "${files[@]}"
   done
 done

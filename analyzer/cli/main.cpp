@@ -23,6 +23,7 @@
 
 #include "driver/driver.h"
 #include "driver/files.h"
+#include "driver/notebook.h"
 #include "engine/engine.h"
 #include "ir/print.h"
 #include "kernels/catalog.h"
@@ -81,6 +82,14 @@ int ir_dump(const std::vector<std::string>& args) {
   if (auto error = read_source_file(path, DriverOptions().max_file_bytes, file)) {
     print_file_errors({*error});
     return kFound;
+  }
+  if (driver::is_notebook(path)) {  // the program its code cells make
+    SourceFile notebook = std::move(file);
+    NotebookIndex index;
+    if (auto error = driver::notebook_program(notebook, file, index)) {
+      print_file_errors({*error});
+      return kFound;
+    }
   }
   DriverOptions options;
   options.cuda = {line.value("--compile-commands").value_or(""), line.value("--cuda-path").value_or("")};

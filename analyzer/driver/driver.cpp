@@ -272,4 +272,6 @@ ir::Module build_module(const SourceFile& file, [[maybe_unused]] const DriverOpt
 
 std::string_view version() { return MLSEM_VERSION; }
 
+std::string_view homepage() { return MLSEM_HOMEPAGE_URL; }
+
 }  // namespace mlsem

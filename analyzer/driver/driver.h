@@ -93,5 +93,7 @@ std::optional<FileError> read_source_file(const std::string& path, size_t max_fi
 
 // mlsem's version, "0.1.0".
 std::string_view version();
+// The project's home page (CMake's MLSEM_HOMEPAGE_URL).
+std::string_view homepage();
 
 }  // namespace mlsem

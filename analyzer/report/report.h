@@ -12,10 +12,6 @@
 #include "driver/driver.h"
 #include "engine/engine.h"
 
-#ifndef MLSEM_HOMEPAGE_URL
-#define MLSEM_HOMEPAGE_URL "https://github.com/mlsem/mlsem"
-#endif
-
 namespace mlsem::report {
 
 struct TextOptions {
@@ -28,7 +24,7 @@ struct Context {
   std::vector<Rule> rules;                                 // SARIF tool.driver.rules, JUnit cases
   std::map<std::string, std::vector<std::string>> tags;    // rule id -> concept and ancestors
   const Sources* sources = nullptr;                        // notebooks: cell and line in cell
-  std::string homepage = MLSEM_HOMEPAGE_URL;               // SARIF informationUri, rules' helpUri
+  std::string homepage = std::string(mlsem::homepage());   // SARIF informationUri, rules' helpUri
 };
 
 // Where a finding is shown: a notebook's cell and line within the cell, or the file line.

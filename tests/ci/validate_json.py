@@ -2,12 +2,14 @@
 """Validates `mlsem analyze --format json` and `--format json-lines` over the samples
 (and a notebook, a file error and an unused suppression) against
 docs/schema/report.schema.json with the jsonschema package (Debian: python3-jsonschema).
-Also checks that the schema rejects a report with a defect.
+Also checks that the schema rejects a report with a defect, and that `--format junit`
+is well-formed XML with one failure per finding and one error per file error.
 
 usage: validate_json.py MLSEM_BINARY  (run from the repository root)
 """
 import json
 import os
+import xml.etree.ElementTree as ElementTree
 import shutil
 import subprocess
 import sys
@@ -66,6 +68,15 @@ with tempfile.TemporaryDirectory() as work:
     caught = list(validator.iter_errors(broken))
     if len(caught) < 2:
         sys.exit("the schema accepted a broken report")
+
+    junit = ElementTree.fromstring(run("junit"))
+    failures = junit.findall(".//testcase/failure")
+    errors = junit.findall(".//testcase/error")
+    if len(failures) != len(report["findings"]) or len(errors) != len(report["errors"]):
+        sys.exit(f"junit: {len(failures)} failures and {len(errors)} errors for "
+                 f"{len(report['findings'])} findings and {len(report['errors'])} errors")
+    if junit.get("failures") != str(len(failures)):
+        sys.exit("junit: the failures attribute does not count the failures")
 
     if problems:
         sys.exit(f"{len(problems)} schema violations")

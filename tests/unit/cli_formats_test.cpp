@@ -219,6 +219,13 @@ TEST(CliInputs, NotebookFindingsNameTheCellAndTheLineInIt) {
   EXPECT_TRUE(contains(github.out, "(cell " + std::to_string(gelu.cell) + ")")) << github.out;
 }
 
+TEST(CliInputs, IrOfANotebookIsItsCodeCells) {
+  Outcome run = test_support::run_mlsem("ir samples/notebooks/attention.ipynb", MLSEM_SOURCE_DIR);
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "softmax")) << run.out;
+  EXPECT_TRUE(run.err.empty()) << "the magics are not Python and are skipped: " << run.err;
+}
+
 TEST(CliInputs, BrokenNotebookIsAFileError) {
   TempDir dir;
   dir.write("nb.ipynb", "{\"cells\": [");
