@@ -147,6 +147,8 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
 
   auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   memory->addFile(main_path, 0, llvm::MemoryBuffer::getMemBufferCopy(contents, main_path));
+  if (toolkit)
+    memory->addFile(std::string(kVirtualDir) + "/nvcc_compat.h", 0, llvm::MemoryBuffer::getMemBuffer(kNvccCompat));
   if (!toolkit) {
     memory->addFile(std::string(kVirtualDir) + "/prelude.h", 0, llvm::MemoryBuffer::getMemBufferCopy(kPrelude));
     for (const char* h : kPreludeHeaders)
@@ -201,7 +203,9 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
   ci.createFileManager();
   LowerAction action(module, positions);
   // ExecuteAction reports false on any error; only a run that said nothing is news.
-  if (!ci.ExecuteAction(action) && module.diagnostics.empty())
+  bool ok = ci.ExecuteAction(action);
+  collect.finish();
+  if (!ok && module.diagnostics.empty() && !collect.accepted_any())
     module.diagnostics.push_back({file.path, {}, "the CUDA parse failed; results for this file are incomplete"});
   return module;
 }

@@ -2,6 +2,7 @@
 // compile_commands.json flags, the shared toolkit preamble, diagnostics.
 #include "cuda/invocation.h"
 
+#include <clang/Basic/DiagnosticSema.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Tooling/JSONCompilationDatabase.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -23,6 +24,27 @@ namespace {
 bool has_runtime_header(const fs::path& root) {
   std::error_code ec;
   return fs::exists(root / "include" / "cuda_runtime.h", ec);
+}
+
+// GCC's internal include directory (/usr/lib/gcc/<triple>/<version>/include), the
+// newest version; "" when there is none.
+std::string host_compiler_include() {
+  static const std::string dir = [] {
+    std::error_code ec;
+    std::string best;
+    int best_version = -1;
+    for (const char* base : {"/usr/lib/gcc/x86_64-linux-gnu", "/usr/lib/gcc/aarch64-linux-gnu"}) {
+      for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+        int version = std::atoi(it->path().filename().c_str());
+        if (version > best_version && fs::exists(it->path() / "include" / "stddef.h", ec)) {
+          best_version = version;
+          best = (it->path() / "include").string();
+        }
+      }
+    }
+    return best;
+  }();
+  return dir;
 }
 
 }  // namespace
@@ -146,6 +168,12 @@ CommandLine make_command_line(const std::string& main_path, const CudaOptions& o
     // pre-9.2 cudaConfigureCall, which CUDA 13's headers no longer declare.
     a.push_back("-Xclang");
     a.push_back("-target-sdk-version=12.8");
+    // nvcc searches the host compiler's own include directory (omp.h, ...) after the
+    // others; so does this, behind Clang's builtin headers.
+    if (std::string gcc = host_compiler_include(); !gcc.empty()) {
+      a.push_back("-idirafter");
+      a.push_back(gcc);
+    }
   }
   a.insert(a.end(), user_flags.begin(), user_flags.end());
   return cl;
@@ -154,9 +182,24 @@ CommandLine make_command_line(const std::string& main_path, const CudaOptions& o
 
 void CollectDiagnostics::HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) {
   clang::DiagnosticConsumer::HandleDiagnostic(level, info);
-  if (level < clang::DiagnosticsEngine::Error || out_.size() >= kMaxDiagnostics) return;
+  if (level < clang::DiagnosticsEngine::Error) return;
+  // nvcc accepts a __shared__ object with a constructor (cuda::barrier) under
+  // `#pragma diag_suppress static_var_with_dynamic_init`; Clang rejects it outright.
+  // Nothing the analysis reads depends on it.
+  if (info.getID() == clang::diag::err_shared_var_init) {
+    accepted_ = true;
+    return;
+  }
   llvm::SmallString<160> text;
   info.FormatDiagnostic(text);
+  bool missing_header = level == clang::DiagnosticsEngine::Fatal || text.str().contains("file not found");
+  // After a missing header, errors are mostly its consequences (undeclared types and
+  // functions): the missing header is the one diagnostic; the rest are counted.
+  if (!missing_headers_.empty() && !missing_header) {
+    ++after_missing_;
+    return;
+  }
+  if (out_.size() >= kMaxDiagnostics) return;
   Diagnostic d{path_, {}, text.str().str()};
   if (info.hasSourceManager() && info.getLocation().isValid()) {
     const auto& sm = info.getSourceManager();
@@ -168,9 +211,16 @@ void CollectDiagnostics::HandleDiagnostic(clang::DiagnosticsEngine::Level level,
         d.message = std::string(loc.getFilename()) + ":" + std::to_string(loc.getLine()) + ": " + d.message;
     }
   }
-  if (d.message.find("file not found") != std::string::npos)
-    d.message += " (code that needs this header is analyzed partially)";
+  if (missing_header) missing_headers_.push_back(out_.size());
   out_.push_back(std::move(d));
+}
+
+void CollectDiagnostics::finish() {
+  for (size_t i : missing_headers_) {
+    out_[i].message += "; the kernels are analyzed without it";
+    if (after_missing_ > 0 && i == missing_headers_.front())
+      out_[i].message += " (" + std::to_string(after_missing_) + " later errors that follow from it are not reported)";
+  }
 }
 
 namespace {

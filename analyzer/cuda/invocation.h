@@ -25,7 +25,8 @@ inline constexpr const char* kVirtualDir = "/__mlsem_cuda__";
 inline constexpr const char* kGpuArch = "sm_90";
 // Headers every toolkit-mode file gets through the shared precompiled preamble.
 inline constexpr const char* kToolkitPreamble =
-    "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+    "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+    "#include \"/__mlsem_cuda__/nvcc_compat.h\"\n";
 // C headers the prelude stands in for (their contents would clash with it).
 inline constexpr const char* kPreludeCHeaders[] = {
     "math.h", "cmath", "stdio.h", "cstdio", "stdlib.h", "cstdlib", "stdint.h", "cstdint",
@@ -63,11 +64,18 @@ class CollectDiagnostics : public clang::DiagnosticConsumer {
       : path_(std::move(path)), out_(out), locate_(std::move(locate)) {}
 
   void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override;
+  // After the parse: notes on missing headers (how many errors followed from them).
+  void finish();
+  // Some error was one nvcc accepts, and was dropped.
+  bool accepted_any() const { return accepted_; }
 
  private:
   std::string path_;
   std::vector<Diagnostic>& out_;
   Locate locate_;
+  std::vector<size_t> missing_headers_;  // indexes into out_
+  size_t after_missing_ = 0;
+  bool accepted_ = false;
 };
 
 }  // namespace mlsem::cuda::detail
