@@ -216,6 +216,8 @@ void CollectDiagnostics::HandleDiagnostic(clang::DiagnosticsEngine::Level level,
 }
 
 void CollectDiagnostics::finish() {
+  if (finished_) return;
+  finished_ = true;
   for (size_t i : missing_headers_) {
     out_[i].message += "; the kernels are analyzed without it";
     if (after_missing_ > 0 && i == missing_headers_.front())

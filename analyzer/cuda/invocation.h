@@ -65,7 +65,8 @@ class CollectDiagnostics : public clang::DiagnosticConsumer {
 
   void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override;
   // After the parse: notes on missing headers (how many errors followed from them).
-  void finish();
+  // Clang calls it at the end of the source file; idempotent.
+  void finish() override;
   // Some error was one nvcc accepts, and was dropped.
   bool accepted_any() const { return accepted_; }
 
@@ -76,6 +77,7 @@ class CollectDiagnostics : public clang::DiagnosticConsumer {
   std::vector<size_t> missing_headers_;  // indexes into out_
   size_t after_missing_ = 0;
   bool accepted_ = false;
+  bool finished_ = false;
 };
 
 }  // namespace mlsem::cuda::detail
