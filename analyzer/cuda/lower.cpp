@@ -208,6 +208,8 @@ void FunctionLowering::walk(const clang::Stmt* s) {
   } else if (auto* ret = llvm::dyn_cast<clang::ReturnStmt>(s)) {
     if (ret->getRetValue()) value(ret->getRetValue());
     if (enclosing_region_has("if", "thread_dependent")) thread_dependent_return_ = true;
+    // if (threadIdx.x != 0) return;  what follows runs on one thread (or lane).
+    if (enclosing_region_has("if", "all_but_one_thread")) one_thread_left_ = true;
   } else if (auto* sw = llvm::dyn_cast<clang::SwitchStmt>(s)) {
     value(sw->getCond());
     walk(sw->getBody());
@@ -424,12 +426,14 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
   bool thread_dep = thread_dependent(c);
   bool modulo = saw_thread_modulo_ && is_zero_test(i->getCond());
   bool single = thread_dep && !modulo && is_single_thread_test(i->getCond());
+  bool all_but_one = thread_dep && is_single_thread_test(i->getCond(), clang::BO_NE);
   if (device_ && thread_dep)
     add("branch", i->getCond(),
         {{"thread_dependent", true}, {"interleaved_modulo", modulo}, {"single_thread", single},
          {"text", text(i->getCond())}});
   uint32_t saved = push_region("if", i->getThen(),
                                {{"thread_dependent", thread_dep}, {"single_thread", single},
+                                {"all_but_one_thread", all_but_one},
                                 {"interleaved_modulo", modulo}});
   auto values_before = values_;
   walk(i->getThen());
@@ -476,13 +480,21 @@ bool FunctionLowering::is_zero_test(const clang::Expr* cond) {
 }
 
 // threadIdx.x == 0, lane == 0: one thread (or one lane per warp) does the work.
-bool FunctionLowering::is_single_thread_test(const clang::Expr* cond) {
+bool FunctionLowering::is_single_thread_test(const clang::Expr* cond, clang::BinaryOperatorKind op) {
   cond = cond->IgnoreParenImpCasts();
   auto* bo = llvm::dyn_cast<clang::BinaryOperator>(cond);
   if (!bo) return false;
-  if (bo->getOpcode() == clang::BO_LAnd) return is_single_thread_test(bo->getLHS()) || is_single_thread_test(bo->getRHS());
-  return bo->getOpcode() == clang::BO_EQ &&
-         (bo->getRHS()->getIntegerConstantExpr(ctx_) || bo->getLHS()->getIntegerConstantExpr(ctx_));
+  if (bo->getOpcode() == clang::BO_LAnd) return op == clang::BO_EQ && (is_single_thread_test(bo->getLHS(), op) || is_single_thread_test(bo->getRHS(), op));
+  // One side a constant, or a variable every thread holds the same value of (a leader
+  // lane computed from __activemask()).
+  auto uniform = [&](const clang::Expr* e) {
+    if (e->getIntegerConstantExpr(ctx_)) return true;
+    auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e->IgnoreParenImpCasts());
+    auto* v = dre ? llvm::dyn_cast<clang::VarDecl>(dre->getDecl()) : nullptr;
+    auto it = v ? values_.find(v) : values_.end();
+    return it != values_.end() && !thread_dependent(it->second);
+  };
+  return bo->getOpcode() == op && (uniform(bo->getRHS()) || uniform(bo->getLHS()));
 }
 
 }  // namespace mlsem::cuda::detail

@@ -595,7 +595,12 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
     add("shuffle", call, {{"kind", kind}, {"callee", name}});
     return opaque(call, true, true);
   }
-  if (name.rfind("atomic", 0) == 0 && call->getNumArgs() >= 1) {
+  // atomicAdd & co., not a user's own helper that happens to be named atomic* (a
+  // warp-aggregated atomicAggInc defined in the file).
+  const clang::FunctionDecl* callee_decl = call->getDirectCallee();
+  bool user_helper = callee_decl && callee_decl->hasBody() &&
+                     sm_.isInMainFile(sm_.getFileLoc(callee_decl->getLocation()));
+  if (name.rfind("atomic", 0) == 0 && call->getNumArgs() >= 1 && !user_helper) {
     auto target = pointer_of(call->getArg(0));
     size_t before = fn_.nodes.size();
     std::vector<Poly> parts;
@@ -604,7 +609,8 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
     for (size_t n = before; n < fn_.nodes.size(); ++n)
       if (fn_.nodes[n].op == "load") value_from_load = true;
     std::map<std::string, Attr> a{{"op", name.substr(6)}, {"in_loop", loop_ >= 0},
-                                  {"value_from_load", value_from_load}};
+                                  {"value_from_load", value_from_load},
+                                  {"one_thread", one_thread_left_ || enclosing_region_has("if", "single_thread")}};
     std::vector<NodeId> inputs;
     if (target) {
       a["space"] = target->space;
@@ -633,6 +639,11 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
     value(call->getArg(1));
     if (p) emit_access(call, *p, true);
     return Poly();
+  }
+  // Cooperative groups: a thread's rank in its group differs between threads.
+  if (is_one_of(name, {"thread_rank", "thread_index"})) {
+    args();
+    return opaque(call, true, true);
   }
   if (is_exp_call(name)) mark_loops(&LoopInfo::has_exp);
   if (is_max_call(name)) mark_loops(&LoopInfo::has_max);

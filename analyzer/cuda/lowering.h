@@ -167,6 +167,7 @@ class FunctionLowering {
   std::vector<Access> accesses_;
   bool saw_thread_modulo_ = false;
   bool thread_dependent_return_ = false;
+  bool one_thread_left_ = false;  // after if (threadIdx.x != 0) return;
   std::vector<NodeId> barriers_, atomics_;
   bool uses_shuffle_ = false, has_vector_access_ = false, serial_reduction_done_ = false;
   // Host side: the last device operation and which buffers each one wrote.
@@ -310,7 +311,9 @@ class FunctionLowering {
   // (tid % (2*s)) == 0, !(tid & m): the interleaved-pairs test.
   static bool is_zero_test(const clang::Expr* cond);
   // threadIdx.x == 0, lane == 0: one thread (or one lane per warp) does the work.
-  bool is_single_thread_test(const clang::Expr* cond);
+  // With op = BO_NE: threadIdx.x != 0, every thread but one (an early return then leaves one).
+  // With op = BO_NE: threadIdx.x != 0, every thread but one (an early return then leaves one).
+  bool is_single_thread_test(const clang::Expr* cond, clang::BinaryOperatorKind op = clang::BO_EQ);
 
   // --- whole-function facts ------------------------------------------------
 
