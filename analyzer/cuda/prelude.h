@@ -283,4 +283,64 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             cublasComputeType_t compute, cublasGemmAlgo_t algo);
 )prelude";
 
+
+// Toolkit mode: what nvcc's own headers give every .cu file and Clang's CUDA wrapper
+// (__clang_cuda_runtime_wrapper.h) does not, measured on CUDA 13 with Clang 22: nvcc's
+// identification macros, host+device min/max, the C headers nvcc's crt headers
+// include (so host code finds isfinite, clock, memcpy), and the cache-hint stores of
+// sm_32_intrinsics.h, which Clang leaves out with that header (declared only: nothing
+// is code-generated). Parsed once, in the shared toolkit preamble.
+inline constexpr const char* kNvccCompat = R"compat(#ifndef __NVCC__
+#define __NVCC__ 1
+#endif
+#ifndef __CUDACC_VER_MAJOR__
+#define __CUDACC_VER_MAJOR__ 13
+#define __CUDACC_VER_MINOR__ 0
+#define __CUDACC_VER_BUILD__ 88
+#endif
+
+// nvcc's crt/math_functions.hpp makes min and max host+device; Clang's are device only.
+#define __MLSEM_MINMAX(T1, T2, R) \
+  __host__ inline R max(T1 a, T2 b) { return a > b ? a : b; } \
+  __host__ inline R min(T1 a, T2 b) { return a < b ? a : b; }
+__MLSEM_MINMAX(int, int, int)
+__MLSEM_MINMAX(unsigned int, unsigned int, unsigned int)
+__MLSEM_MINMAX(int, unsigned int, unsigned int)
+__MLSEM_MINMAX(unsigned int, int, unsigned int)
+__MLSEM_MINMAX(long, long, long)
+__MLSEM_MINMAX(unsigned long, unsigned long, unsigned long)
+__MLSEM_MINMAX(long long, long long, long long)
+__MLSEM_MINMAX(unsigned long long, unsigned long long, unsigned long long)
+__MLSEM_MINMAX(long long, unsigned long long, unsigned long long)
+__MLSEM_MINMAX(unsigned long long, long long, unsigned long long)
+__MLSEM_MINMAX(float, float, float)
+__MLSEM_MINMAX(double, double, double)
+__MLSEM_MINMAX(float, double, double)
+__MLSEM_MINMAX(double, float, double)
+#undef __MLSEM_MINMAX
+
+// nvcc's crt/common_functions.h and math_functions.h include these C headers, and
+// libstdc++'s math.h brings std::isfinite & co. into the global namespace for host code.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// Cache-hint stores (sm_32_intrinsics.h), which Clang's wrapper leaves out with that
+// header: declared only, since nothing is code-generated.
+#define __MLSEM_STORES(T) \
+  __device__ void __stcs(T* p, T v); __device__ void __stcg(T* p, T v); \
+  __device__ void __stwb(T* p, T v); __device__ void __stwt(T* p, T v);
+__MLSEM_STORES(char) __MLSEM_STORES(signed char) __MLSEM_STORES(short) __MLSEM_STORES(int)
+__MLSEM_STORES(long) __MLSEM_STORES(long long) __MLSEM_STORES(unsigned char)
+__MLSEM_STORES(unsigned short) __MLSEM_STORES(unsigned int) __MLSEM_STORES(unsigned long)
+__MLSEM_STORES(unsigned long long) __MLSEM_STORES(float) __MLSEM_STORES(double)
+__MLSEM_STORES(char2) __MLSEM_STORES(char4) __MLSEM_STORES(short2) __MLSEM_STORES(short4)
+__MLSEM_STORES(int2) __MLSEM_STORES(int4) __MLSEM_STORES(longlong2) __MLSEM_STORES(uchar2)
+__MLSEM_STORES(uchar4) __MLSEM_STORES(ushort2) __MLSEM_STORES(ushort4) __MLSEM_STORES(uint2)
+__MLSEM_STORES(uint4) __MLSEM_STORES(ulonglong2) __MLSEM_STORES(float2) __MLSEM_STORES(float4)
+__MLSEM_STORES(double2)
+#undef __MLSEM_STORES
+)compat";
+
 }  // namespace mlsem::cuda

@@ -79,3 +79,29 @@ __global__ void reduce_atomic_per_element(const float* __restrict__ in, float* _
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) atomicAdd(out, in[i]);  // expect: CU015
 }
+
+// Near misses for CU015, as real code writes them: a warp sum, then every lane but one
+// returns before the atomic (ggml's count_equal); one atomic per cooperative-groups tile.
+__global__ void reduce_early_return(const float* __restrict__ in, float* __restrict__ out, int n) {
+  float sum = 0.0f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) sum += in[i];
+  for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffff, sum, offset);
+  if (threadIdx.x % 32 != 0) {
+    return;
+  }
+  atomicAdd(out, sum);  // ok: CU015
+}
+
+// A user's warp-aggregated helper named atomic*: the helper is the fix, not an atomic per thread.
+__device__ int atomicAggIncLocal(int* counter) {
+  unsigned mask = __activemask();
+  int leader = __ffs(mask) - 1;
+  int lane = threadIdx.x % 32;
+  int res = 0;
+  if (lane == leader) res = atomicAdd(counter, __popc(mask));  // ok: CU015
+  return __shfl_sync(mask, res, leader) + __popc(mask & ((1u << lane) - 1));
+}
+__global__ void filter_positive(int* dst, int* count, const int* __restrict__ src, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && src[i] > 0) dst[atomicAggIncLocal(count)] = src[i];  // ok: CU015
+}

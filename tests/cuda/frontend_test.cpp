@@ -298,6 +298,60 @@ __global__ void independent(const float* x, float* y, int C) {
   EXPECT_NE(function(m, "needs_header"), nullptr);
 }
 
+TEST(CudaRobustness, MissingHeaderIsOneDiagnosticNotItsConsequences) {
+  // Everything from the missing header is undeclared: one diagnostic names the header.
+  auto m = parse(R"(#include <mpi.h_not_installed>
+void host(int argc, char** argv) { MPI_Init(&argc, &argv); MPI_Comm c = MPI_COMM_WORLD; int r; MPI_Comm_rank(c, &r); }
+__global__ void k(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x] + undeclared_helper(); }
+)");
+  ASSERT_EQ(m.diagnostics.size(), 1u) << m.diagnostics.back().message;
+  EXPECT_NE(m.diagnostics[0].message.find("mpi.h_not_installed"), std::string::npos);
+  EXPECT_NE(m.diagnostics[0].message.find("later errors"), std::string::npos);
+  EXPECT_NE(function(m, "k"), nullptr);
+}
+
+// What nvcc 13 accepts in a .cu file and Clang's CUDA headers alone do not.
+TEST(CudaModes, ToolkitModeAcceptsWhatNvccAccepts) {
+  const char* toolkit = "/usr/local/cuda";
+  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
+  CudaOptions with_toolkit;
+  with_toolkit.cuda_path = toolkit;
+  auto m = parse(R"(#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cuda_fp8.h>
+#include <cuda/barrier>
+namespace cg = cooperative_groups;
+struct alignas(16) Pack { float v[4]; };
+__global__ void __launch_bounds__(256) k(const float* __restrict__ x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int4 bits = __ldcs(reinterpret_cast<const int4*>(x) + i);
+  __stcs(reinterpret_cast<int4*>(y) + i, bits);
+  __stcg(y + i, __ldg(x + i));
+  float m = max(x[i], 0.0f) + min(i, n);
+  if (isfinite(m) && !isnan(m)) y[i] = m;
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  y[i] += cg::reduce(warp, m, cg::plus<float>{});
+  __nv_fp8_e4m3 f8(m);
+  y[i] += float(f8) + __bfloat162float(__float2bfloat16(m));
+  unsigned lane; asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+#pragma diag_suppress static_var_with_dynamic_init
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+}
+template <typename T> __global__ void cast(const float* x, T* y) { y[threadIdx.x] = (T)x[threadIdx.x]; }
+template __global__ void cast<__half>(const float*, __half*);
+template __global__ void cast<__nv_bfloat16>(const float*, __nv_bfloat16*);
+int host_only(const float* a, int n) {
+  int bad = 0;
+  for (int i = 0; i < n; i++) bad += !isfinite(a[i]) || isnan(a[i]);
+  clock_t t = clock();
+  return max(bad, 0) + min(n, 3) + (int)(t % 2);
+}
+)", with_toolkit);
+  for (const auto& d : m.diagnostics) ADD_FAILURE() << d.message;
+  EXPECT_NE(function(m, "k"), nullptr);
+}
+
 TEST(CudaRobustness, GarbageAndEmptyInputGiveDiagnosticsNotCrashes) {
   auto empty = parse("");
   EXPECT_TRUE(empty.functions.empty());

@@ -1,0 +1,83 @@
+// The compiler invocation: where the CUDA toolkit is, the clang driver arguments that
+// stand in for nvcc's (toolkit mode or the built-in prelude), flags taken from a
+// compile_commands.json entry, the precompiled preamble of the toolkit headers shared by
+// every file, and the diagnostics consumer that turns Clang errors into module
+// diagnostics. No AST here.
+#pragma once
+
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/SourceManager.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/PrecompiledPreamble.h>
+#include <llvm/Support/VirtualFileSystem.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/source.h"
+#include "cuda/frontend.h"
+
+namespace mlsem::cuda::detail {
+
+inline constexpr const char* kVirtualDir = "/__mlsem_cuda__";
+inline constexpr const char* kGpuArch = "sm_90";
+// Headers every toolkit-mode file gets through the shared precompiled preamble.
+inline constexpr const char* kToolkitPreamble =
+    "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+    "#include \"/__mlsem_cuda__/nvcc_compat.h\"\n";
+// C headers the prelude stands in for (their contents would clash with it).
+inline constexpr const char* kPreludeCHeaders[] = {
+    "math.h", "cmath", "stdio.h", "cstdio", "stdlib.h", "cstdlib", "stdint.h", "cstdint",
+    "float.h", "cfloat", "assert.h", "cassert", "limits.h", "climits", "stddef.h", "cstddef"};
+inline constexpr size_t kMaxDiagnostics = 20;
+
+// "" when the prelude is to be used.
+std::string detect_toolkit(const CudaOptions& options);
+
+// Flags of a compile_commands.json entry that matter to parsing (-I, -D, -U, -include,
+// -std, the GPU arch), nvcc spellings translated; everything else is dropped.
+std::vector<std::string> translate_flags(const std::vector<std::string>& cmd, const std::string& directory,
+                                         const std::string& source);
+
+struct CommandLine {
+  std::vector<std::string> args;  // driver arguments, without the source path
+  std::string toolkit;            // "" = prelude mode
+};
+
+CommandLine make_command_line(const std::string& main_path, const CudaOptions& options,
+                              std::vector<Diagnostic>& diagnostics, const std::string& user_path);
+
+// The toolkit headers parsed once per process (per distinct flags) into an in-memory
+// precompiled preamble; null when building it failed (remembered: no retry per file).
+std::shared_ptr<clang::PrecompiledPreamble> toolkit_preamble(const std::string& flags_key,
+                                                             const clang::CompilerInvocation& invocation,
+                                                             llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> vfs);
+
+// Errors (and fatal errors, e.g. a missing include) become ir::Module diagnostics;
+// warnings are not ours to report.
+class CollectDiagnostics : public clang::DiagnosticConsumer {
+ public:
+  using Locate = std::function<Range(clang::SourceLocation, const clang::SourceManager&)>;
+  CollectDiagnostics(std::string path, std::vector<Diagnostic>& out, Locate locate)
+      : path_(std::move(path)), out_(out), locate_(std::move(locate)) {}
+
+  void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override;
+  // After the parse: notes on missing headers (how many errors followed from them).
+  // Clang calls it at the end of the source file; idempotent.
+  void finish() override;
+  // Some error was one nvcc accepts, and was dropped.
+  bool accepted_any() const { return accepted_; }
+
+ private:
+  std::string path_;
+  std::vector<Diagnostic>& out_;
+  Locate locate_;
+  std::vector<size_t> missing_headers_;  // indexes into out_
+  size_t after_missing_ = 0;
+  bool accepted_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace mlsem::cuda::detail

@@ -1,0 +1,178 @@
+// Whole-kernel facts, computed once a function's body has been walked: pointwise and
+// GEMM kernels, vectorizable scalar stores, parameters read and written, passes over a
+// row (multi_pass), and host-side loops that launch; then module-wide shuffle use.
+#include "cuda/lowering.h"
+
+#include <algorithm>
+
+namespace mlsem::cuda::detail {
+
+void FunctionLowering::finish_device() {
+  bool uses_shared = false, pointwise = fd_->hasAttr<clang::CUDAGlobalAttr>(), any_global_store = false;
+  int64_t scalar_loads = 0;
+  for (const auto& acc : accesses_) {
+    const auto& n = fn_.nodes[acc.node];
+    if (acc.ptr.space == "shared") uses_shared = true;
+    if (acc.ptr.space != "global") continue;
+    if (acc.store) {
+      any_global_store = true;
+      auto ls = n.attr("lane_stride");
+      if (!ls || std::get<int64_t>(*ls) != 1) pointwise = false;
+    } else if (std::get<int64_t>(n.attrs.at("vector_width")) == 1) {
+      ++scalar_loads;
+    }
+  }
+  // Pointwise: each thread maps its elements independently; any reduction (an
+  // accumulator, a running max, a shuffle) makes it a row or block kernel.
+  for (const auto& l : loops_)
+    if ((l.stride_kind != "grid" && l.stride_kind != "block") || l.has_accumulate || l.has_max) pointwise = false;
+  if (uses_shuffle_) pointwise = false;
+  pointwise = pointwise && any_global_store && !uses_shared && barriers_.empty() && atomics_.empty();
+  bool gemm = false;
+  for (const auto& n : fn_.nodes) gemm |= n.op == "gemm_loop";
+  pointwise = pointwise && !gemm;
+  summary_.pointwise = pointwise;
+  summary_.gemm = gemm;
+  fn_.attrs["uses_shared"] = uses_shared;
+  fn_.attrs["uses_shuffle"] = uses_shuffle_;
+  fn_.attrs["pointwise"] = pointwise;
+  fn_.attrs["gemm"] = gemm;
+
+  bool vectorizable_marked = false;
+  for (auto& n : fn_.nodes) {
+    if (n.op == "gemm_loop") n.attrs["kernel_uses_shared"] = uses_shared;
+    // Scalar stores of a pointwise kernel: 16-byte vectors would move the same bytes
+    // in a quarter of the instructions. Marked on the kernel's first such store only:
+    // the advice is about the kernel.
+    if (n.op == "store" && pointwise && !has_vector_access_ && std::get<std::string>(n.attrs["space"]) == "global") {
+      int64_t bytes = std::get<int64_t>(n.attrs["elem_bytes"]);
+      auto ls = num_attr(n, "lane_stride");
+      bool scalar_unit = (bytes == 4 || bytes == 2) && ls && *ls == 1;
+      n.attrs["vectorizable"] = scalar_unit && !vectorizable_marked;
+      n.attrs["scalar_loads"] = scalar_loads;
+      vectorizable_marked |= scalar_unit;
+    }
+  }
+  // Parameters: read, written, and what they promise.
+  for (auto& [decl, idx] : param_index_) {
+    auto& n = fn_.nodes[decl_nodes_[decl]];
+    n.attrs["read"] = static_cast<bool>(summary_.param_read[idx]);
+    n.attrs["written"] = static_cast<bool>(summary_.param_written[idx]);
+  }
+  find_passes();
+}
+
+// Loads of the same row in sibling loops: the kernel makes several passes over
+// global memory. Classified as softmax (a max pass, then an exp pass), statistics
+// (a sum pass, then a squared-difference pass) or a plain re-read.
+void FunctionLowering::find_passes() {
+  struct PassLoad { int pass; NodeId node; uint32_t begin; };
+  std::map<std::string, std::vector<PassLoad>> by_row;
+  for (const auto& acc : accesses_) {
+    if (acc.store || acc.ptr.space != "global" || acc.loops.empty()) continue;
+    Poly key = acc.ptr.byte_offset;
+    int pass = -1;
+    // The pass is the innermost loop the index walks; loops around it (rows) stay symbolic.
+    for (int l : acc.loops)
+      if (!loops_[l].iter.empty() && key.mentions(loops_[l].iter)) pass = l;
+    if (pass < 0) continue;
+    int depth = 0;
+    for (int l : acc.loops) {
+      if (l != pass && depth == 0) continue;
+      if (!loops_[l].iter.empty())
+        key = key.substitute(loops_[l].iter, Poly::symbol("@" + std::to_string(depth)));
+      ++depth;
+    }
+    by_row[acc.ptr.name + "|" + key.text()].push_back({pass, acc.node, fn_.nodes[acc.node].range.begin_byte});
+  }
+  auto nested = [&](int a, int b) {  // a inside b, or b inside a
+    for (int l = a; l >= 0; l = loops_[l].parent) if (l == b) return true;
+    for (int l = b; l >= 0; l = loops_[l].parent) if (l == a) return true;
+    return false;
+  };
+  auto feature = [&](int l, bool LoopInfo::*f) {
+    // Features of nested loops were propagated up when they were seen.
+    return loops_[l].*f;
+  };
+  std::set<std::string> reported_params;
+  for (auto& [key, loads] : by_row) {
+    std::sort(loads.begin(), loads.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+    std::vector<PassLoad> passes;  // first load of each sibling pass, in source order
+    for (const auto& ld : loads) {
+      bool separate = true;
+      for (const auto& p : passes) separate &= !nested(p.pass, ld.pass);
+      if (separate) passes.push_back(ld);
+    }
+    if (passes.size() < 2) continue;
+    std::string param = key.substr(0, key.find('|'));
+    if (reported_params.count(param)) continue;
+    reported_params.insert(param);
+    std::string kind = "reread";
+    for (size_t i = 0; i < passes.size(); ++i) {
+      for (size_t j = i + 1; j < passes.size(); ++j) {
+        int a = passes[i].pass, b = passes[j].pass;
+        if (feature(a, &LoopInfo::has_max) && !feature(a, &LoopInfo::has_exp) && feature(b, &LoopInfo::has_exp))
+          kind = "softmax";
+        else if (kind == "reread" && feature(a, &LoopInfo::has_accumulate) && !feature(a, &LoopInfo::has_square_diff) &&
+                 !feature(a, &LoopInfo::has_max) && feature(b, &LoopInfo::has_square_diff))
+          kind = "statistics";
+      }
+    }
+    std::vector<NodeId> inputs;
+    for (const auto& p : passes) inputs.push_back(p.node);
+    const auto& second = fn_.nodes[passes[1].node];
+    ir::Node n;
+    n.op = "multi_pass";
+    n.attrs = {{"param", param},
+               {"kind", kind},
+               {"passes", static_cast<int64_t>(passes.size())},
+               {"index", std::get<std::string>(second.attrs.at("index"))}};
+    n.inputs = inputs;
+    n.range = second.range;
+    n.region = second.region;
+    fn_.nodes.push_back(std::move(n));
+  }
+}
+
+void FunctionLowering::finish_host() {
+  for (NodeId id : host_syncs_) {
+    auto& n = fn_.nodes[id];
+    bool launches = false;
+    for (uint32_t r = n.region; r != 0; r = fn_.regions[r].parent) {
+      auto it = fn_.regions[r].attrs.find("launches");
+      if (fn_.regions[r].kind == "loop" && it != fn_.regions[r].attrs.end() && std::get<bool>(it->second))
+        launches = true;
+    }
+    n.attrs["loop_launches"] = launches;
+  }
+}
+
+void propagate_shuffle(ir::Module& module_, const std::map<std::string, std::set<std::string>>& callees,
+                       const std::map<std::string, size_t>& index) {
+  auto uses = [&](const std::string& name) {
+    auto it = index.find(name);
+    if (it == index.end()) return false;
+    const auto* a = module_.functions[it->second].attrs.count("uses_shuffle")
+                        ? &module_.functions[it->second].attrs.at("uses_shuffle") : nullptr;
+    return a && std::get<bool>(*a);
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [name, called] : callees) {
+      if (uses(name)) continue;
+      for (const auto& c : called)
+        if (uses(c)) {
+          module_.functions[index.at(name)].attrs["uses_shuffle"] = true;
+          changed = true;
+          break;
+        }
+    }
+  }
+  for (auto& f : module_.functions) {
+    bool shuffle = f.attrs.count("uses_shuffle") && std::get<bool>(f.attrs["uses_shuffle"]);
+    for (auto& n : f.nodes)
+      if (n.op == "tree_reduction") n.attrs["kernel_uses_shuffle"] = shuffle;
+  }
+}
+
+}  // namespace mlsem::cuda::detail

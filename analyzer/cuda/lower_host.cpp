@@ -1,0 +1,129 @@
+// Host side of the lowering: kernel launches, GEMM library calls and host
+// synchronisation, each a device operation that may consume the previous one's output.
+#include "cuda/lowering.h"
+
+#include <cctype>
+
+namespace mlsem::cuda::detail {
+
+std::string FunctionLowering::buffer_name(const clang::Expr* e) {
+  e = strip(e);
+  while (true) {
+    if (auto* cast = llvm::dyn_cast<clang::CastExpr>(e)) { e = strip(cast->getSubExpr()); continue; }
+    if (auto* bo = llvm::dyn_cast<clang::BinaryOperator>(e); bo && bo->getType()->isPointerType()) {
+      e = strip(bo->getLHS()->getType()->isPointerType() ? bo->getLHS() : bo->getRHS());
+      continue;
+    }
+    if (auto* uo = llvm::dyn_cast<clang::UnaryOperator>(e); uo && uo->getOpcode() == clang::UO_AddrOf) {
+      e = strip(uo->getSubExpr());
+      continue;
+    }
+    if (auto* ase = llvm::dyn_cast<clang::ArraySubscriptExpr>(e)) { e = strip(ase->getBase()); continue; }
+    break;
+  }
+  if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e)) return dre->getDecl()->getNameAsString();
+  if (auto* me = llvm::dyn_cast<clang::MemberExpr>(e)) return me->getMemberDecl()->getNameAsString();
+  return "";
+}
+
+// A device operation (launch, GEMM) reading `reads` and writing `writes`: it
+// consumes the previous one's output when it reads a buffer that one wrote.
+NodeId FunctionLowering::device_op(const char* op, const clang::Stmt* at, std::map<std::string, Attr> attrs,
+                 const std::set<std::string>& reads, const std::set<std::string>& writes) {
+  bool consumes = false;
+  for (const auto& r : reads) consumes |= last_device_writes_.count(r) > 0;
+  attrs["consumes_previous_output"] = consumes;
+  attrs["in_loop"] = loop_ >= 0;
+  std::vector<NodeId> inputs;
+  if (consumes) inputs.push_back(last_device_op_);
+  NodeId id = add(op, at, std::move(attrs), std::move(inputs));
+  last_device_op_ = id;
+  last_device_writes_ = writes;
+  mark_loops(&LoopInfo::has_launch);
+  return id;
+}
+
+Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
+  for (const clang::Expr* a : kc->arguments()) value(a);
+  if (device_) return opaque(kc, false, false);  // dynamic parallelism: not modelled
+  const clang::FunctionDecl* kernel = kc->getDirectCallee();
+  std::string name = kernel ? kernel->getNameAsString() : text(kc->getCallee());
+  if (kernel) {
+    if (auto* pattern = kernel->getTemplateInstantiationPattern()) kernel = pattern;
+  }
+  const clang::CallExpr* config = kc->getConfig();
+  std::map<std::string, Attr> attrs{{"kernel", name}};
+  if (config && config->getNumArgs() >= 2) {
+    attrs["grid"] = text(config->getArg(0));
+    attrs["block"] = text(config->getArg(1));
+  }
+  auto it = kernels_.find(kernel ? kernel->getQualifiedNameAsString() : name);
+  const KernelSummary* summary = it == kernels_.end() ? nullptr : &it->second;
+  attrs["kernel_known"] = summary != nullptr;
+  attrs["kernel_pointwise"] = summary && summary->pointwise;
+  attrs["kernel_gemm"] = summary && summary->gemm;
+  std::set<std::string> reads, writes;
+  std::string args;
+  for (unsigned i = 0; i < kc->getNumArgs(); ++i) {
+    const clang::Expr* a = kc->getArg(i);
+    args += (i ? ", " : "") + text(a);
+    if (!a->getType()->isPointerType()) continue;
+    std::string buf = buffer_name(a);
+    if (buf.empty()) continue;
+    bool read = true, written = !a->getType()->getPointeeType().isConstQualified();
+    if (summary && i < summary->param_read.size()) {
+      read = summary->param_read[i];
+      written = summary->param_written[i];
+    } else if (kernel && i < kernel->getNumParams()) {
+      written = !kernel->getParamDecl(i)->getType()->getPointeeType().isConstQualified();
+    }
+    if (read) reads.insert(buf);
+    if (written) writes.insert(buf);
+  }
+  attrs["args"] = args;
+  device_op("launch", kc, std::move(attrs), reads, writes);
+  return Poly();
+}
+
+Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string& name) {
+  for (const clang::Expr* a : call->arguments()) value(a);
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "cudaLaunchKernel" && call->getNumArgs() >= 1) {
+    std::string kernel = buffer_name(call->getArg(0));
+    auto it = kernels_.find(kernel);
+    bool known = it != kernels_.end();
+    device_op("launch", call,
+              {{"kernel", kernel}, {"kernel_known", known},
+               {"kernel_pointwise", known && it->second.pointwise}, {"kernel_gemm", known && it->second.gemm},
+               {"args", std::string()}},
+              {}, {});
+    return Poly();
+  }
+  if (name.rfind("cublas", 0) == 0 && (lower.find("gemm") != std::string::npos || name == "cublasLtMatmul")) {
+    // The output operand: C of the classic API, D of cublasLtMatmul.
+    unsigned out = name == "cublasLtMatmul" ? 10 : lower.find("gemmex") != std::string::npos ? 14
+                   : lower.find("batched") != std::string::npos && lower.find("strided") != std::string::npos ? 14
+                                                                                                              : 12;
+    std::set<std::string> reads, writes;
+    for (unsigned i = 0; i < call->getNumArgs(); ++i) {
+      std::string buf = call->getArg(i)->getType()->isPointerType() ? buffer_name(call->getArg(i)) : "";
+      if (buf.empty()) continue;
+      (i == out ? writes : reads).insert(buf);
+    }
+    device_op("gemm_call", call, {{"callee", name}}, reads, writes);
+    return Poly();
+  }
+  static const std::map<std::string, std::string> kSyncs = {
+      {"cudaDeviceSynchronize", "device"}, {"cudaStreamSynchronize", "stream"},
+      {"cudaEventSynchronize", "event"},   {"cudaMemcpy", "memcpy"},
+      {"cudaMemcpyFromSymbol", "memcpy"},  {"cudaMemcpyToSymbol", "memcpy"},
+      {"cudaMalloc", "alloc"},             {"cudaFree", "alloc"}};
+  if (auto it = kSyncs.find(name); it != kSyncs.end()) {
+    host_syncs_.push_back(add("host_sync", call, {{"callee", name}, {"kind", it->second}, {"in_loop", loop_ >= 0}}));
+    return Poly();
+  }
+  return opaque(call, false, false);
+}
+
+}  // namespace mlsem::cuda::detail
