@@ -17,6 +17,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,6 +83,13 @@ options:
   --select IDS            report only these rules (comma-separated ids, names or id prefixes)
   --ignore IDS            do not report these rules
   --preview               also run preview rules (off by default; --select can name one)
+  --torch-version X.Y     the torch the code targets: rules whose fix needs a newer one are
+                          off (default: the pin in the nearest pyproject.toml, setup.cfg,
+                          setup.py or requirements*.txt, else unknown: every rule runs)
+  --show-demoted          also report findings demoted by their context (info: eager
+                          fallbacks, tests, op references, parity variants)
+  --keep-context KINDS    treat these contexts as user code, not demoted (comma-separated:
+                          test, reference, parity, fallback, returns-weights, or all)
   -o, --output FILE       write the report to FILE instead of stdout
   --color WHEN            auto (default: when stdout is a terminal and NO_COLOR is unset),
                           always or never
@@ -279,8 +288,9 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
   CommandLine line = parse("analyze", args,
                            {{{"-j", "--jobs"}, {"-o", "--output"}, {"-p", "--compile-commands"}},
                             {"--jobs", "--output", "--compile-commands", "--format", "--min-confidence",
-                             "--select", "--ignore", "--color", "--cuda-path", "--data"},
-                            {"--preview"}});
+                             "--select", "--ignore", "--color", "--cuda-path", "--data", "--torch-version",
+                             "--keep-context"},
+                            {"--preview", "--show-demoted"}});
   if (line.flags.contains("--help")) return print_help("analyze"), kClean;
   if (line.positional.empty()) throw UsageError("analyze", "no paths given");
   std::string format = choice(line, "analyze", "--format", {"text", "json", "sarif"}, "text");
@@ -290,6 +300,22 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
   options.min_confidence = line.value("--min-confidence") ? parse_confidence(*line.value("--min-confidence")) : kDefaultMinConfidence;
   options.cuda.cuda_path = line.value("--cuda-path").value_or("");
   options.cuda.compile_commands_dir = line.value("--compile-commands").value_or("");
+  if (auto v = line.value("--torch-version")) {
+    if (!valid_version(*v)) throw UsageError("analyze", "--torch-version: expected a version such as 2.4, got '" + *v + "'");
+    options.torch_version = *v;
+  }
+  options.show_demoted = line.flags.contains("--show-demoted");
+  if (auto kinds = line.value("--keep-context")) {
+    std::stringstream list(*kinds);
+    for (std::string kind; std::getline(list, kind, ',');) {
+      bool known = kind == "all" || std::any_of(std::begin(kContextKinds), std::end(kContextKinds),
+                                                [&](const char* k) { return kind == k; });
+      if (!known)
+        throw UsageError("analyze", "--keep-context: unknown context '" + kind +
+                                        "' (test, reference, parity, fallback, returns-weights, all)");
+      options.keep_contexts.insert(kind);
+    }
+  }
 
   fs::path data = data_dir(line, argv0);
   Engine engine = load_engine(data);

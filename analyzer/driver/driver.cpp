@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "driver/files.h"
+#include "driver/torch_version.h"
 #include "kernels/catalog.h"
 #include "python/frontend.h"
 
@@ -30,17 +31,22 @@ std::string measurement(const std::string& kernel, const kernels::Catalog& catal
 
 // Frontend, then engine, for a text that passed driver::check_text. Never throws: an
 // unexpected failure in either becomes an error entry for this file and the run goes on.
-void analyze_text(const SourceFile& file, const Engine& engine,
-                  const DriverOptions& options, FileResult& result) {
+void analyze_text(const SourceFile& file, const Engine& engine, const DriverOptions& options,
+                  driver::TorchVersionFinder* versions, FileResult& result) {
   try {
     ir::Module module = build_module(file, options);
     for (const Diagnostic& diagnostic : module.diagnostics)
       result.errors.push_back({diagnostic.path.empty() ? file.path : diagnostic.path,
                                diagnostic.message, diagnostic.range.begin.line,
                                diagnostic.range.begin.column});
-    const std::set<std::string>* only_rules = options.only_rules ? &*options.only_rules : nullptr;
-    for (Finding& finding : engine.analyze(module, only_rules)) {
-      if (finding.confidence < options.min_confidence) continue;
+    AnalyzeOptions analyze;
+    analyze.only_rules = options.only_rules ? &*options.only_rules : nullptr;
+    analyze.source = file.text;
+    analyze.torch_version = options.torch_version;
+    if (analyze.torch_version.empty() && versions) analyze.torch_version = versions->for_file(file.path);
+    analyze.keep_contexts = options.keep_contexts;
+    for (Finding& finding : engine.analyze(module, analyze)) {
+      if (finding.confidence < options.min_confidence && !(options.show_demoted && !finding.context.empty())) continue;
       if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, *options.catalog);
       result.findings.push_back(std::move(finding));
     }
@@ -94,13 +100,14 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   std::vector<std::string> files = driver::collect_files(paths, report.errors);
   std::vector<FileResult> results(files.size());
   std::vector<SourceFile> texts(sources ? files.size() : 0);
+  driver::TorchVersionFinder versions;
   parallel_for(files.size(), options.jobs, [&](size_t i) {
     SourceFile file;
     if (auto error = read_source_file(files[i], options.max_file_bytes, file)) {
       results[i].errors.push_back(std::move(*error));
       return;
     }
-    analyze_text(file, engine, options, results[i]);
+    analyze_text(file, engine, options, &versions, results[i]);
     if (sources && !results[i].findings.empty()) texts[i] = std::move(file);
   });
   for (size_t i = 0; i < files.size(); ++i) {
@@ -119,7 +126,7 @@ Report analyze_source(const SourceFile& file, const Engine& engine, const Driver
   else if (auto error = driver::check_text(file, options.max_file_bytes))
     result.errors.push_back(std::move(*error));
   else
-    analyze_text(file, engine, options, result);
+    analyze_text(file, engine, options, nullptr, result);
   merge(result, report);
   sort_report(report);
   return report;

@@ -30,6 +30,13 @@ struct DriverOptions {
   cuda::CudaOptions cuda;
   std::optional<std::set<std::string>> only_rules;  // rule ids to report; nullopt = every rule
   const kernels::Catalog* catalog = nullptr;         // when set, fills Finding::measured
+  // The torch the code targets ("2.1"): rules whose fix needs a newer one are off.
+  // Empty: read from the project's pinned requirements (driver/torch_version.h), else unknown.
+  std::string torch_version;
+  // Context kinds reported as user code rather than demoted ("test", "reference",
+  // "parity", "fallback", "returns-weights", or "all"); empty: demote them all.
+  std::set<std::string> keep_contexts;
+  bool show_demoted = false;  // report demoted findings (info) whatever min_confidence says
 };
 
 // The texts of the files that have findings, by path, for reports that quote source.

@@ -35,7 +35,9 @@ json finding_json(const Finding& f) {
           {"evidence", evidence},
           {"fix", f.fix},
           {"kernel", f.kernel ? json(*f.kernel) : json(nullptr)},
-          {"measured", f.measured.empty() ? json(nullptr) : json(f.measured)}};
+          {"measured", f.measured.empty() ? json(nullptr) : json(f.measured)},
+          {"context", f.context.empty() ? json(nullptr) : json(f.context)},
+          {"context_kind", f.context_kind.empty() ? json(nullptr) : json(f.context_kind)}};
 }
 
 }  // namespace

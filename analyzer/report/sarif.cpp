@@ -78,6 +78,7 @@ json result_json(const Finding& f, const std::map<std::string, size_t>& rule_ind
                  {"message", {{"text", f.message}}},
                  {"locations", json::array({{{"physicalLocation", physical_location(f.path, f.range)}}})},
                  {"properties", {{"confidence", f.confidence}, {"concept", f.concept_id}}}};
+  if (!f.context.empty()) result["properties"]["context"] = f.context;
   if (auto it = rule_index.find(f.rule); it != rule_index.end()) result["ruleIndex"] = it->second;
   json related = json::array();
   for (const Evidence& e : f.evidence) {

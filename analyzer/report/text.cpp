@@ -89,6 +89,7 @@ void finding_text(const Finding& finding, const SourceTexts& sources, const Styl
     if (item.present && item.range.valid()) out += " (line " + std::to_string(item.range.begin.line) + ")";
     out += "\n";
   }
+  if (!finding.context.empty()) out += indent + style.bold("context:") + " " + finding.context + "\n";
   if (!finding.fix.empty()) out += indent + style.bold("fix:") + " " + finding.fix + "\n";
   if (finding.kernel) {
     out += indent + style.bold("kernel:") + " " + *finding.kernel;
