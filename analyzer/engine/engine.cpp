@@ -156,7 +156,17 @@ std::optional<std::string> lookup_ref(const FixRef& ref, const FunctionView& vie
     if (it == fn.attrs.end()) return std::nullopt;
     return fix_text(it->second);
   }
-  ir::NodeId n = m.label(ref.label);
+  ir::NodeId n = ir::kNoNode;
+  if (ref.label.starts_with("#")) {  // the first matched node of that op
+    for (ir::NodeId id : m.nodes)
+      if (view.node(id).op == std::string_view(ref.label).substr(1)) {
+        n = id;
+        break;
+      }
+  } else {
+    n = m.label(ref.label);
+    if (n == ir::kNoNode) n = m.var(ref.label);
+  }
   if (n == ir::kNoNode) return std::nullopt;
   for (size_t i = 0; i < ref.path.size(); ++i) {
     const std::string& part = ref.path[i];

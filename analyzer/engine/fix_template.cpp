@@ -66,6 +66,7 @@ class TemplateParser {
   // `{name...}` or `{name...|default}`: other braces (C blocks, dict displays) are text.
   bool looks_like_placeholder() const {
     size_t i = pos_ + 1;
+    if (i < s_.size() && s_[i] == '#') ++i;
     if (i >= s_.size() || !(std::isalpha(static_cast<unsigned char>(s_[i])) || s_[i] == '_')) return false;
     while (i < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i])) || s_[i] == '_' || s_[i] == '.')) ++i;
     if (i < s_.size() && s_[i] == '|') i = s_.find_first_of("{}", i);
@@ -86,7 +87,7 @@ class TemplateParser {
       char c = s_[pos_];
       if (c == '.') {
         if (!flush()) return false;
-      } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (c == '#' && part.empty() && r.label.empty())) {
         part += c;
       } else if (c != ' ') {
         return fail(pos_, std::string("unexpected '") + c + "' in a reference");
@@ -128,9 +129,20 @@ class TemplateParser {
       while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
       bool negated = pos_ < s_.size() && s_[pos_] == '!';
       if (negated) ++pos_;
-      FixRef r;
-      if (!ref(r, ",:")) return false;
-      p.conditions.emplace_back(negated, std::move(r));
+      FixPiece::Condition cond;
+      cond.negated = negated;
+      if (!ref(cond.ref, ",:=")) return false;
+      if (s_[pos_] == '=') {
+        size_t end = s_.find_first_of(",:", ++pos_);
+        if (end == std::string_view::npos) return fail(pos_, "condition not closed with ':'");
+        std::string_view v = s_.substr(pos_, end - pos_);
+        while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+        while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+        if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+        cond.equals = std::string(v);
+        pos_ = end;
+      }
+      p.conditions.push_back(std::move(cond));
       if (s_[pos_++] == ':') break;
     }
     if (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;  // "[?cond: body]": one space separates
@@ -145,7 +157,7 @@ class TemplateParser {
 void collect(const std::vector<FixPiece>& pieces, std::vector<FixRef>& out) {
   for (const auto& p : pieces) {
     if (p.kind == FixPiece::Kind::kRef) out.push_back(p.ref);
-    for (const auto& [neg, r] : p.conditions) out.push_back(r);
+    for (const auto& c : p.conditions) out.push_back(c.ref);
     collect(p.body, out);
   }
 }
@@ -170,8 +182,11 @@ bool render(const std::vector<FixPiece>& pieces, const FixLookup& lookup, bool t
       }
       case FixPiece::Kind::kSegment: {
         bool keep = true;
-        for (const auto& [negated, r] : p.conditions)
-          if (truthy(lookup(r)) == negated) keep = false;
+        for (const auto& c : p.conditions) {
+          std::optional<std::string> v = lookup(c.ref);
+          bool holds = c.equals ? v && *v == *c.equals : truthy(v);
+          if (holds == c.negated) keep = false;
+        }
         if (!keep) break;
         std::string body;
         if (render(p.body, lookup, false, body)) out += body;

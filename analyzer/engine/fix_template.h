@@ -10,9 +10,13 @@
 //   {{ and }}        literal braces; other braces that do not enclose a reference
 //                    (`if (i < n) { ... }`) and a '[' not followed by '?' are text
 //
-//   ref  := label ('.' (input-index | attribute))*    e.g. q, eps, mask.1, drop.p
-//   cond := ['!'] ref                                  true when the ref has a value
-//                                                      other than "" and "False"
+//   ref  := name ('.' (input-index | attribute))*     e.g. q, eps, mask.1, drop.p
+//   name := a label or $variable of the rule's patterns (without @/$), '#op' (the
+//           first matched node of that op: #scale, #dropout), or 'function' (the
+//           reporting function's attributes: function.self)
+//   cond := ['!'] ref ['=' text]                       true when the ref has a value
+//                                                      other than "" and "False" (or
+//                                                      equal to `text`: #mask.kind=fill)
 #pragma once
 
 #include <functional>
@@ -38,7 +42,12 @@ struct FixPiece {
   std::string text;                       // kText
   FixRef ref;                             // kRef
   std::optional<std::string> fallback;    // kRef: "{ref|default}"
-  std::vector<std::pair<bool, FixRef>> conditions;  // kSegment: (negated, ref)
+  struct Condition {
+    bool negated = false;
+    FixRef ref;
+    std::optional<std::string> equals;  // "ref=value": the ref's value is this text
+  };
+  std::vector<Condition> conditions;      // kSegment
   std::vector<FixPiece> body;             // kSegment
 };
 

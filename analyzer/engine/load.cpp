@@ -429,13 +429,17 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
         std::vector<std::string> labels;
         for (const auto& pid : rule.patterns)
           for (const auto& p : patterns.patterns)
-            if (p.id == pid) collect_labels(p.term, labels);
+            if (p.id == pid) {
+              collect_labels(p.term, labels);
+              collect_vars(p.term, labels);
+            }
         std::vector<FixRef> refs;
         collect_fix_refs(*tmpl, refs);
         for (const auto& ref : refs)
-          if (ref.label != "function" && std::find(labels.begin(), labels.end(), ref.label) == labels.end())
+          if (ref.label != "function" && !ref.label.starts_with("#") &&
+              std::find(labels.begin(), labels.end(), ref.label) == labels.end())
             r.error(at("fix"), "fix: '{" + ref.text + "}' names '" + ref.label +
-                                   "', not a label of the rule's patterns (or 'function')");
+                                   "', not a label or variable of the rule's patterns ('#op' or 'function')");
         rule.fix_template = std::move(tmpl);
       }
     }

@@ -69,6 +69,14 @@ TEST(FixTemplate, MethodsAndFreeFunctionsGetDifferentText) {
   EXPECT_EQ(render(t, {}), "");
 }
 
+TEST(FixTemplate, ConditionsCompareValuesAndOpRefs) {
+  const char* t = "sdpa(q, k, v[?#mask.kind=fill: , attn_mask=~({#mask.1})][?#mask.kind='additive': , attn_mask={#mask.1}])";
+  EXPECT_EQ(render(t, {{"#mask.kind", "fill"}, {"#mask.1", "m == 0"}}), "sdpa(q, k, v, attn_mask=~(m == 0))");
+  EXPECT_EQ(render(t, {{"#mask.kind", "additive"}, {"#mask.1", "bias"}}), "sdpa(q, k, v, attn_mask=bias)");
+  EXPECT_EQ(render(t, {{"#mask.kind", "where"}, {"#mask.1", "m"}}), "sdpa(q, k, v)");
+  EXPECT_EQ(render("[?!#mask.kind=fill: no fill]", {}), "no fill");
+}
+
 TEST(FixTemplate, LiteralBracketsBracesAndNesting) {
   EXPECT_EQ(render("x[..., :d] {{k: v}}", {}), "x[..., :d] {k: v}");
   EXPECT_EQ(render("if (i < n) { ... } {'a': 1} }", {}), "if (i < n) { ... } {'a': 1} }");
