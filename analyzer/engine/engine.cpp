@@ -28,6 +28,7 @@ struct Candidate {
   std::vector<ByteSpan> spans;
   bool located_in_own_function = true;  // false: a match inlined from a helper
   bool standalone = true;               // every matched node is in the function's own text
+  bool function_context = false;        // demoted by a fact of the reporting function itself
 };
 
 bool contains(const Range& outer, const Range& inner) {
@@ -194,7 +195,12 @@ const std::string* string_attr(const std::map<std::string, ir::Attr>& attrs, con
 
 // The first context fact that demotes this rule's finding: the file's kind, then the
 // function's facts, then the regions around the match's root (docs/PATTERNS.md).
-std::optional<std::pair<std::string, std::string>> context_of(const ir::Module& module, const FunctionView& view,
+struct ContextHit {
+  std::string kind, why;
+  bool function_level = false;  // a fact of the function (not of the file or a region)
+};
+
+std::optional<ContextHit> context_of(const ir::Module& module, const FunctionView& view,
                                                               const Match& m, const Rule& rule,
                                                               const AnalyzeOptions& options) {
   if (options.keep_contexts.count("all")) return std::nullopt;
@@ -204,16 +210,16 @@ std::optional<std::pair<std::string, std::string>> context_of(const ir::Module& 
   };
   if (const std::string* kind = string_attr(module.attrs, "file_kind"); kind && applies(*kind)) {
     const std::string* why = string_attr(module.attrs, "file_kind_reason");
-    return std::make_pair(*kind, why ? *why : *kind);
+    return ContextHit{*kind, why ? *why : *kind};
   }
   const ir::Function& fn = view.fn();
   for (const char* kind : kContextKinds)
-    if (const std::string* why = string_attr(fn.attrs, kind); why && applies(kind)) return std::make_pair(std::string(kind), *why);
+    if (const std::string* why = string_attr(fn.attrs, kind); why && applies(kind)) return ContextHit{kind, *why, true};
   uint32_t r = view.node(m.root).region;
   for (int guard = 0; guard < 64 && r < fn.regions.size(); ++guard) {
     for (const char* kind : kContextKinds)
       if (const std::string* why = string_attr(fn.regions[r].attrs, kind); why && applies(kind))
-        return std::make_pair(std::string(kind), *why);
+        return ContextHit{kind, *why};
     if (r == 0) break;
     r = fn.regions[r].parent;
   }
@@ -356,7 +362,10 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
                                             [&](const FixRef& ref) { return lookup_ref(ref, view, *m, options.source); })
                                : rule.fix;
           rc.finding.kernel = rule.kernel;
-          if (auto ctx = context_of(module, view, *m, rule, options)) demote(rc.finding, ctx->first, ctx->second);
+          if (auto ctx = context_of(module, view, *m, rule, options)) {
+            demote(rc.finding, ctx->kind, ctx->why);
+            rc.function_context = ctx->function_level;
+          }
           candidates.push_back(std::move(rc));
         }
       };
@@ -366,6 +375,19 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
     }
   }
 
+  // The same match seen from a helper and through its callers (inlining) gets one
+  // context. A caller's instance made mostly of a helper's code takes the helper's own
+  // function facts (a helper that returns its weights, a registered eager fallback).
+  for (Candidate& c : candidates) {
+    if (c.standalone || !c.finding.context.empty()) continue;
+    for (const Candidate& h : candidates) {
+      if (&h == &c || h.rule_index != c.rule_index || !h.function_context || !h.standalone) continue;
+      if (h.spans.size() * 2 < c.spans.size()) continue;
+      if (!std::includes(c.spans.begin(), c.spans.end(), h.spans.begin(), h.spans.end())) continue;
+      demote(c.finding, h.finding.context_kind, h.finding.context + " (in " + h.finding.function + ")");
+      break;
+    }
+  }
   // A helper's own finding whose every instance inlined into a caller is demoted (the
   // helper is reached only from fallbacks) is demoted as well.
   for (Candidate& c : candidates) {

@@ -30,6 +30,13 @@ std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row
 
 bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 
+// `what` in lower case: nn.Softmax and softmax alike.
+bool contains_nocase(std::string_view s, std::string_view what) {
+  return std::search(s.begin(), s.end(), what.begin(), what.end(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         }) != s.end();
+}
+
 // A fused attention call: an `sdpa` node, or a call into flash-attention / xformers.
 const char* fused_name(const ir::Node& n) {
   if (n.op == "sdpa") return "F.scaled_dot_product_attention";
@@ -170,7 +177,7 @@ class ContextStage {
     else if (auto why = parity_docstring(d))
       fn->attrs["parity"] = *why;
     std::string_view body = text(d.def);
-    if (contains(body, "softmax")) returns_weights(d, *fn);
+    if (contains_nocase(body, "softmax")) returns_weights(d, *fn);
   }
 
   std::optional<std::string> parity_docstring(const Def& d) const {
@@ -253,7 +260,7 @@ class ContextStage {
       TSSymbol rk = sym(right);
       if (rk == S.tuple || rk == S.conditional_expression || rk == S.parenthesized_expression) tuples[name] = right;
       bool product = contains(rhs, "@") || contains(rhs, "matmul") || contains(rhs, "einsum") || contains(rhs, "bmm");
-      if (contains(rhs, "softmax") && !product) {
+      if (contains_nocase(rhs, "softmax") && !product) {
         probs.insert(name);
         return;
       }
