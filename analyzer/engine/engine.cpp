@@ -143,6 +143,19 @@ std::optional<std::string> spelling(const ir::Node& node, std::string_view sourc
     std::string_view target = trim(before.substr(0, before.size() - 1));
     if (size_t colon = target.find(':'); colon != std::string_view::npos) target = trim(target.substr(0, colon));
     if (is_ident(target)) return std::string(target);
+    // `q, k, v = qkv.unbind(0)`: a `part` is the target at its index.
+    const auto* index = node.attr("index");
+    if (node.op == "part" && index && std::holds_alternative<int64_t>(*index)) {
+      int64_t i = std::get<int64_t>(*index);
+      if (target.starts_with("(") && target.ends_with(")")) target = target.substr(1, target.size() - 2);
+      for (int64_t k = 0; !target.empty(); ++k) {
+        size_t comma = target.find(',');
+        std::string_view name = trim(target.substr(0, comma));
+        if (k == i) return is_ident(name) ? std::optional<std::string>(std::string(name)) : std::nullopt;
+        if (comma == std::string_view::npos) break;
+        target = target.substr(comma + 1);
+      }
+    }
   }
   if (expr.size() <= 60 && expr.find('\n') == std::string_view::npos) return std::string(expr);
   return std::nullopt;

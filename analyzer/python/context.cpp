@@ -78,6 +78,7 @@ class ContextStage {
   const Syntax& S;
   std::unordered_map<std::string, size_t> fn_index_;
   std::vector<Def> defs_;
+  std::optional<bool> optional_weights_;
 
   std::string_view text(TSNode n) const { return text_of(n, src_); }
   TSSymbol sym(TSNode n) const { return ts_node_symbol(n); }
@@ -177,7 +178,20 @@ class ContextStage {
     else if (auto why = parity_docstring(d))
       fn->attrs["parity"] = *why;
     std::string_view body = text(d.def);
-    if (contains_nocase(body, "softmax")) returns_weights(d, *fn);
+    // Returned weights make a fallback only where another path exists for when they are
+    // not requested (a fused call, a dispatch, an output_attentions switch in the file):
+    // code whose only path is the eager one is what users run.
+    if (contains_nocase(body, "softmax") && weights_are_optional()) returns_weights(d, *fn);
+  }
+
+  bool weights_are_optional() {
+    if (!optional_weights_) {
+      optional_weights_ = false;
+      for (const char* w : {"scaled_dot_product_attention", "flash_attn", "ALL_ATTENTION_FUNCTIONS", "_attn_implementation",
+                            "output_attentions", "need_weights"})
+        if (contains(src_, w)) optional_weights_ = true;
+    }
+    return *optional_weights_;
   }
 
   std::optional<std::string> parity_docstring(const Def& d) const {
