@@ -149,6 +149,23 @@ TEST(EngineContext, AHelperReachedOnlyFromFallbacksIsDemoted) {
   EXPECT_EQ(f[0].severity, "warning");
 }
 
+// A caller that inlines a helper whose own facts demote it (it returns its weights, it
+// is a registered eager entry) reports the helper's code with the helper's context.
+TEST(EngineContext, CallersInheritTheHelpersFunctionFacts) {
+  Data d("demote_in = [\"returns-weights\"]\n");
+  ir::Function helper = attention("SelfAttention.forward", 1);
+  helper.attrs["returns-weights"] = std::string("returns its attention probabilities");
+  ir::Function caller = attention("Layer.forward", 1);
+  caller.range = {{20, 1}, {30, 1}, 2000, 3000};
+  auto f = d.engine->analyze(module_of({helper, caller}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].context_kind, "returns-weights");
+  // Alone, the caller's instance is not demoted: the fact belongs to the helper.
+  f = d.engine->analyze(module_of({caller}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, "warning");
+}
+
 TEST(EngineContext, RequiresTorchTurnsTheRuleOffForOlderTargets) {
   Data d;
   ir::Module m = module_of({attention("f")});
