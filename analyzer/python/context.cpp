@@ -447,10 +447,14 @@ std::optional<std::pair<std::string, std::string>> file_kind(std::string_view pa
   std::string_view base = slash == std::string_view::npos ? v : v.substr(slash + 1);
   std::string_view dirs = slash == std::string_view::npos ? std::string_view{} : v.substr(0, slash + 1);
   std::string dir_path = "/" + std::string(dirs);
-  for (const char* ref : {"/torch/_refs/", "/torch/_decomp/", "/torch/_prims/"})
+  // PyTorch's own op references, decompositions, higher-order op definitions and the
+  // compiler's pattern library (torch/_inductor/fx_passes/fuse_attention.py spells the
+  // attention it replaces): they define the ops rather than use them.
+  for (const char* ref : {"/torch/_refs/", "/torch/_decomp/", "/torch/_prims/", "/torch/_higher_order_ops/",
+                          "/torch/_inductor/"})
     if (contains(dir_path, ref))
       return std::make_pair(std::string("reference"),
-                            std::string("op definition: PyTorch's own reference or decomposition (") +
+                            std::string("op definition: PyTorch's own reference, decomposition or compiler pattern (") +
                                 std::string(ref).substr(1) + ") defines the op rather than using it");
   if ((base.starts_with("test_") && base.ends_with(".py")) || base.ends_with("_test.py") || base == "conftest.py")
     return std::make_pair(std::string("test"), "test code: `" + std::string(base) + "` is a test file");
