@@ -441,9 +441,51 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
       }
     }
   }
+  // One finding per problem per function: matches of one rule in one function that
+  // share matched code (RoPE applied to q and to k through the same rotate_half) are one
+  // finding covering both places.
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (dropped[i]) continue;
+    for (size_t j = i + 1; j < candidates.size(); ++j) {
+      if (dropped[j]) continue;
+      Candidate& a = candidates[i];
+      const Candidate& b = candidates[j];
+      if (a.rule_index != b.rule_index || a.finding.function != b.finding.function || !overlaps(a.spans, b.spans))
+        continue;
+      a.finding.range = merge(a.finding.range, b.finding.range);
+      for (const Evidence& e : b.finding.evidence) {
+        bool seen = std::any_of(a.finding.evidence.begin(), a.finding.evidence.end(), [&](const Evidence& x) {
+          return x.text == e.text && x.present == e.present && x.range == e.range;
+        });
+        if (!seen) a.finding.evidence.push_back(e);
+      }
+      a.finding.confidence = std::max(a.finding.confidence, b.finding.confidence);
+      std::vector<ByteSpan> spans;
+      std::set_union(a.spans.begin(), a.spans.end(), b.spans.begin(), b.spans.end(), std::back_inserter(spans));
+      a.spans = std::move(spans);
+      dropped[j] = true;
+    }
+  }
   std::vector<Finding> out;
   for (size_t i = 0; i < candidates.size(); ++i)
     if (!dropped[i] && !suppressed(module, candidates[i].finding)) out.push_back(std::move(candidates[i].finding));
+  // Evidence seen away from the reported range (in a helper, or further down the
+  // function) says where in its text; only evidence next to the range keeps a location.
+  for (Finding& f : out) {
+    for (Evidence& e : f.evidence) {
+      if (!e.present || !e.range.valid()) continue;
+      if (e.range.begin.line + 1 >= f.range.begin.line && e.range.begin.line <= f.range.end.line + 1) continue;
+      const ir::Function* home = nullptr;
+      for (const ir::Function& fn : module.functions)
+        if (fn.name != "<module>" && fn.range.valid() && contains(fn.range, e.range) &&
+            (!home || contains(home->range, fn.range)))
+          home = &fn;
+      std::string where = "line " + std::to_string(e.range.begin.line);
+      if (home && home->name != f.function) where = "in " + home->name + ", " + where;
+      e.text += " (" + where + ")";
+      e.range = Range{};
+    }
+  }
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.range.begin.line, a.range.begin.column, a.rule) <
            std::tie(b.range.begin.line, b.range.begin.column, b.rule);

@@ -166,6 +166,37 @@ TEST(EngineContext, CallersInheritTheHelpersFunctionFacts) {
   EXPECT_EQ(f[0].severity, "warning");
 }
 
+// Two matches of one rule in one function that share matched code (q and k rotated
+// through one inlined helper) are one finding covering both; evidence away from the
+// reported range names where it is instead of carrying a far location.
+TEST(EngineContext, ParallelMatchesSharingAHelperAreOneFinding) {
+  Data d("");
+  FunctionBuilder b;
+  b.fn.name = "apply";
+  b.fn.range = {{10, 1}, {20, 1}, 1000, 2000};
+  auto q = b.add("input", {}, {{"name", std::string("q")}});
+  auto k = b.add("input", {}, {{"name", std::string("k")}});
+  auto v = b.add("input", {}, {{"name", std::string("v")}});
+  auto shared = b.add("matmul", {q, k});  // line 4, bytes 400..410: the helper's text
+  auto p1 = b.add("softmax", {shared}, {{"dim", int64_t{-1}}});
+  auto o1 = b.add("matmul", {p1, v});
+  auto p2 = b.add("softmax", {shared}, {{"dim", int64_t{-1}}});
+  auto o2 = b.add("matmul", {p2, k});
+  for (auto id : {p1, o1, p2, o2}) {  // the caller's own lines 12..15
+    auto& r = b.fn.nodes[id].range;
+    uint32_t line = 12 + (id - p1);
+    r = {{line, 1}, {line, 10}, line * 100, line * 100 + 10};
+  }
+  ir::Function helper;
+  helper.name = "helper";
+  helper.range = {{3, 1}, {5, 1}, 300, 500};
+  helper.regions.push_back({"function", 0, {}, {}});
+  auto f = d.engine->analyze(module_of({helper, b.fn}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].range.begin.line, 12u);
+  EXPECT_EQ(f[0].range.end.line, 15u);
+}
+
 TEST(EngineContext, RequiresTorchTurnsTheRuleOffForOlderTargets) {
   Data d;
   ir::Module m = module_of({attention("f")});
