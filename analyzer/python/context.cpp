@@ -323,6 +323,24 @@ class ContextStage {
     return out;
   }
 
+  // Whether the eager entry of a dispatch is a fallback: transformers models choose SDPA
+  // by default only when they declare `_supports_sdpa = True`; a model declaring it
+  // false (or not at all, the base class's default) runs the eager entry by default.
+  bool sdpa_is_default() const {
+    if (!contains(src_, "_supports_sdpa")) return true;
+    return contains(src_, "_supports_sdpa = True") || contains(src_, "_supports_sdpa: bool = True");
+  }
+  // A dict of implementations with an SDPA entry beside "eager".
+  bool table_has_sdpa(TSNode dict) const {
+    if (ts_node_is_null(dict) || sym(dict) != S.dictionary) return false;
+    for (TSNode p : named(dict)) {
+      if (sym(p) != S.pair) continue;
+      TSNode key = field(p, S.f_key);
+      if (!ts_node_is_null(key) && contains(text(key), "sdpa")) return true;
+    }
+    return false;
+  }
+
   void dispatch_registrations() {
     // Per enclosing function: variables assigned a function of this file, and variables
     // (re)assigned from a registry lookup (subscript or call).
@@ -349,7 +367,8 @@ class ContextStage {
             std::string_view object = text(field(f, S.f_object));
             auto args = positional(n);
             bool registry = method == "get_interface" || (method == "get" && contains(object, "ATTENTION"));
-            if (registry && args.size() >= 2 && sym(args[1]) == S.identifier && defined_here(text(args[1])))
+            if (registry && args.size() >= 2 && sym(args[1]) == S.identifier && defined_here(text(args[1])) &&
+                sdpa_is_default())
               mark_fallback(text(args[1]), "is the default of `" + std::string(object) + "." + std::string(method) +
                                                "(...)` (line " + line_of(n) +
                                                "): it runs only when the eager implementation is selected "
@@ -360,7 +379,7 @@ class ContextStage {
           TSNode key = field(n, S.f_key), value = field(n, S.f_value);
           std::string_view kt = ts_node_is_null(key) ? std::string_view{} : text(key);
           if ((kt == "\"eager\"" || kt == "'eager'") && !ts_node_is_null(value) && sym(value) == S.identifier &&
-              defined_here(text(value)))
+              defined_here(text(value)) && (table_has_sdpa(ts_node_parent(n)) || sdpa_is_default()))
             mark_fallback(text(value), "is the \"eager\" entry of a table of attention implementations (line " +
                                            line_of(n) + "): it runs only when that implementation is selected");
         } else if (k == S.assignment && !def_stack.empty()) {

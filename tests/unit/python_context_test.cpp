@@ -64,6 +64,26 @@ class Layer:
   EXPECT_EQ(fact(function(m, "Layer.forward"), "fallback"), "");
   EXPECT_EQ(fact(function(m, "Layer.forward"), "self"), "self");
   EXPECT_EQ(fact(function(m, "unrelated"), "self"), "");
+
+  // A model that does not support SDPA runs its eager entry by default: no fallback.
+  // Nor is the eager entry of a table whose only alternative is flash-attention.
+  ir::Module eager_default = build(R"(
+import torch
+def eager_attention_forward(module, q, k, v):
+    return torch.matmul(torch.softmax(q @ k, -1), v)
+class EagerAttention:
+    def forward(self, q, k, v):
+        return torch.matmul(torch.softmax(q @ k, -1), v)
+CLASSES = {"eager": EagerAttention, "flash_attention_2": FlashAttention}
+class Model(PreTrainedModel):
+    _supports_sdpa = False
+class Layer:
+    def forward(self, q, k, v):
+        fn = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        return fn(self, q, k, v)
+)");
+  EXPECT_EQ(fact(function(eager_default, "eager_attention_forward"), "fallback"), "");
+  EXPECT_EQ(fact(function(eager_default, "EagerAttention.forward"), "fallback"), "");
 }
 
 TEST(PythonContext, BranchesBesideAFusedCall) {
