@@ -179,14 +179,16 @@ class ContextStage {
       fn->attrs["parity"] = *why;
     std::string_view body = text(d.def);
     // Returned weights make a fallback only where another path exists for when they are
-    // not requested (a fused call, a dispatch, an output_attentions switch in the file):
-    // code whose only path is the eager one is what users run.
+    // not requested (a fused call, a dispatch, an output_attentions switch in the file,
+    // and not a model that declares it does not support SDPA): code whose only path is
+    // the eager one is what users run.
     if (contains_nocase(body, "softmax") && weights_are_optional()) returns_weights(d, *fn);
   }
 
   bool weights_are_optional() {
     if (!optional_weights_) {
       optional_weights_ = false;
+      if (!sdpa_is_default()) return false;
       for (const char* w : {"scaled_dot_product_attention", "flash_attn", "ALL_ATTENTION_FUNCTIONS", "_attn_implementation",
                             "output_attentions", "need_weights"})
         if (contains(src_, w)) optional_weights_ = true;
@@ -379,7 +381,8 @@ class ContextStage {
           TSNode key = field(n, S.f_key), value = field(n, S.f_value);
           std::string_view kt = ts_node_is_null(key) ? std::string_view{} : text(key);
           if ((kt == "\"eager\"" || kt == "'eager'") && !ts_node_is_null(value) && sym(value) == S.identifier &&
-              defined_here(text(value)) && (table_has_sdpa(ts_node_parent(n)) || sdpa_is_default()))
+              defined_here(text(value)) &&
+              (table_has_sdpa(ts_node_parent(n)) || contains(src_, "_supports_sdpa = True")))
             mark_fallback(text(value), "is the \"eager\" entry of a table of attention implementations (line " +
                                            line_of(n) + "): it runs only when that implementation is selected");
         } else if (k == S.assignment && !def_stack.empty()) {
