@@ -327,10 +327,11 @@ class ContextStage {
 
   // Whether the eager entry of a dispatch is a fallback: transformers models choose SDPA
   // by default only when they declare `_supports_sdpa = True`; a model declaring it
-  // false (or not at all, the base class's default) runs the eager entry by default.
+  // false, or defining its PreTrainedModel without it (the base class's default is
+  // false), runs the eager entry by default. Code outside that convention: a fallback.
   bool sdpa_is_default() const {
-    if (!contains(src_, "_supports_sdpa")) return true;
-    return contains(src_, "_supports_sdpa = True") || contains(src_, "_supports_sdpa: bool = True");
+    if (contains(src_, "_supports_sdpa = True") || contains(src_, "_supports_sdpa: bool = True")) return true;
+    return !contains(src_, "_supports_sdpa") && !contains(src_, "(PreTrainedModel)");
   }
   // A dict of implementations with an SDPA entry beside "eager".
   bool table_has_sdpa(TSNode dict) const {
