@@ -30,12 +30,6 @@ std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row
 
 bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 
-// `what` in lower case: nn.Softmax and softmax alike.
-bool contains_nocase(std::string_view s, std::string_view what) {
-  return std::search(s.begin(), s.end(), what.begin(), what.end(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == b;
-         }) != s.end();
-}
 
 // A fused attention call: an `sdpa` node, or a call into flash-attention / xformers.
 const char* fused_name(const ir::Node& n) {
@@ -64,9 +58,11 @@ class ContextStage {
 
   void run() {
     for (size_t i = 0; i < out_.functions.size(); ++i) fn_index_[out_.functions[i].name] = i;
+    file_has_softmax_ = contains(src_, "oftmax");
     collect_defs(root_, "", TSNode{}, 0);
     for (const Def& d : defs_) function_facts(d);
-    if (contains(src_, "get_interface") || contains(src_, "eager") || contains(src_, "ATTENTION_FUNCTIONS"))
+    if (contains(src_, "get_interface") || contains(src_, "ATTENTION_FUNCTIONS") || contains(src_, "\"eager\":") ||
+        contains(src_, "'eager':") || contains(src_, "eager_"))
       dispatch_registrations();
     for (ir::Function& fn : out_.functions) branch_facts(fn);
   }
@@ -79,17 +75,24 @@ class ContextStage {
   std::unordered_map<std::string, size_t> fn_index_;
   std::vector<Def> defs_;
   std::optional<bool> optional_weights_;
+  bool file_has_softmax_ = false;
 
   std::string_view text(TSNode n) const { return text_of(n, src_); }
   TSSymbol sym(TSNode n) const { return ts_node_symbol(n); }
 
+  // Named children but comments, through a cursor (ts_node_named_child(i) walks from
+  // the first child: quadratic over a wide module).
   std::vector<TSNode> named(TSNode n) const {
     std::vector<TSNode> out;
-    uint32_t count = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < count; ++i) {
-      TSNode c = ts_node_named_child(n, i);
-      if (sym(c) != S.comment) out.push_back(c);
+    if (ts_node_is_null(n) || ts_node_child_count(n) == 0) return out;
+    TSTreeCursor c = ts_tree_cursor_new(n);
+    if (ts_tree_cursor_goto_first_child(&c)) {
+      do {
+        TSNode child = ts_tree_cursor_current_node(&c);
+        if (ts_node_is_named(child) && sym(child) != S.comment) out.push_back(child);
+      } while (ts_tree_cursor_goto_next_sibling(&c));
     }
+    ts_tree_cursor_delete(&c);
     return out;
   }
 
@@ -103,8 +106,7 @@ class ContextStage {
   // Defs and classes, named as the frontend names IR functions (Class.method, outer.inner).
   void collect_defs(TSNode container, const std::string& prefix, TSNode cls, int depth) {
     if (depth > 40) return;
-    uint32_t count = ts_node_named_child_count(container);
-    for (uint32_t i = 0; i < count; ++i) statement(ts_node_named_child(container, i), prefix, cls, depth, false);
+    for (TSNode s : named(container)) statement(s, prefix, cls, depth, false);
   }
 
   void statement(TSNode s, const std::string& prefix, TSNode cls, int depth, bool is_static) {
@@ -128,9 +130,7 @@ class ContextStage {
     } else if (k == S.if_statement || k == S.try_statement || k == S.with_statement || k == S.elif_clause ||
                k == S.else_clause || k == S.except_clause || k == S.finally_clause || k == S.block ||
                k == S.for_statement || k == S.while_statement || ts_node_is_error(s)) {
-      uint32_t count = ts_node_named_child_count(s);
-      for (uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_named_child(s, i);
+      for (TSNode c : named(s)) {
         TSSymbol ck = sym(c);
         if (ck == S.block || ck == S.elif_clause || ck == S.else_clause || ck == S.except_clause ||
             ck == S.finally_clause || ck == S.function_definition || ck == S.class_definition ||
@@ -182,7 +182,7 @@ class ContextStage {
     // not requested (a fused call, a dispatch, an output_attentions switch in the file,
     // and not a model that declares it does not support SDPA): code whose only path is
     // the eager one is what users run.
-    if (contains_nocase(body, "softmax") && weights_are_optional()) returns_weights(d, *fn);
+    if (file_has_softmax_ && contains(body, "oftmax") && weights_are_optional()) returns_weights(d, *fn);
   }
 
   bool weights_are_optional() {
@@ -200,9 +200,11 @@ class ContextStage {
     static const char* kPhrases[] = {"numerical parity", "numerically identical", "exact numerical",
                                      "bit-exact", "bitwise identical", "subtly different", "for parity"};
     for (TSNode n : {d.def, d.cls}) {
-      std::string doc = lower_case(docstring(n));
+      std::string_view doc = docstring(n);
+      if (doc.empty()) continue;
       for (const char* phrase : kPhrases)
-        if (contains(doc, phrase))
+        if (std::string capital = phrase; capital[0] = static_cast<char>(std::toupper(capital[0])),
+            contains(doc, phrase) || contains(doc, capital))
           return "numerical-parity variant: its docstring says it exists to match another implementation's numbers (\"" +
                  std::string(phrase) + "\")";
     }
@@ -213,9 +215,7 @@ class ContextStage {
   template <class Fn>
   void each_statement(TSNode block, Fn&& fn, int depth = 0) {
     if (ts_node_is_null(block) || depth > 40) return;
-    uint32_t count = ts_node_named_child_count(block);
-    for (uint32_t i = 0; i < count; ++i) {
-      TSNode s = ts_node_named_child(block, i);
+    for (TSNode s : named(block)) {
       TSSymbol k = sym(s);
       if (k == S.function_definition || k == S.class_definition || k == S.decorated_definition) continue;
       fn(s);
@@ -234,8 +234,7 @@ class ContextStage {
       return;
     }
     if (sym(e) == S.lambda) return;
-    uint32_t count = ts_node_named_child_count(e);
-    for (uint32_t i = 0; i < count; ++i) identifiers(ts_node_named_child(e, i), out, depth + 1);
+    for (TSNode c : named(e)) identifiers(c, out, depth + 1);
   }
 
   // The names a return hands back beside others: elements of returned tuples (both arms
@@ -276,7 +275,7 @@ class ContextStage {
       TSSymbol rk = sym(right);
       if (rk == S.tuple || rk == S.conditional_expression || rk == S.parenthesized_expression) tuples[name] = right;
       bool product = contains(rhs, "@") || contains(rhs, "matmul") || contains(rhs, "einsum") || contains(rhs, "bmm");
-      if (contains_nocase(rhs, "softmax") && !product) {
+      if (contains(rhs, "oftmax") && !product) {  // softmax, nn.Softmax
         probs.insert(name);
         return;
       }
