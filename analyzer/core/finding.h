@@ -37,6 +37,10 @@ struct Finding {
   // are `info` with a confidence below the default threshold (engine.h).
   std::string context;
   std::string context_kind;  // "fallback", "returns-weights", "test", "reference", "parity"
+  // Stable identity for baselines and SARIF partialFingerprints: a hash of the rule, the
+  // function and the matched source text without whitespace and comments (not its
+  // line), with ":N" for the Nth identical match in the file. Set by the driver.
+  std::string fingerprint;
 };
 
 // A file that could not be (fully) analyzed: unreadable, binary, syntax error, ...

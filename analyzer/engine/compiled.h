@@ -2,12 +2,14 @@
 // the op their root can match, so analysis visits each IR node once.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/fix_template.h"
 #include "engine/pattern.h"
 
 namespace mlsem {
@@ -36,6 +38,10 @@ struct CompiledPattern {
   std::optional<RegionSpec> inside;
   std::optional<RegionSpec> not_inside;
   std::vector<EvidenceSpec> evidence;
+  // A numeric variant's own wording: replaces the rule's message / fix when set.
+  std::string message;
+  std::string fix;
+  std::shared_ptr<const FixTemplate> fix_template;  // `fix`, parsed (fix_template.h)
 };
 
 class CompiledPatterns {

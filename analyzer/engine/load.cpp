@@ -289,7 +289,8 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
       }
       uint32_t line = Reader::line_of(*t);
       size_t errors_before = r.error_count();
-      r.only_keys(*t, {"id", "language", "match", "base", "focus", "distinct", "inside", "not_inside", "evidence"},
+      r.only_keys(*t, {"id", "language", "match", "base", "focus", "distinct", "inside", "not_inside", "evidence",
+                       "message", "fix"},
                   "[[pattern]]");
       CompiledPattern p;
       p.id = r.str(*t, "id", true, line);
@@ -307,6 +308,15 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
         } else {
           p.term = std::move(std::get<PatternTerm>(parsed));
         }
+      }
+      p.message = r.str(*t, "message", false, line);
+      p.fix = r.str(*t, "fix", false, line);
+      if (!p.fix.empty()) {
+        auto parsed = parse_fix_template(p.fix);
+        if (auto* e = std::get_if<ParseError>(&parsed))
+          r.error(line, "fix: " + e->message + " at column " + std::to_string(e->offset + 1));
+        else
+          p.fix_template = std::make_shared<FixTemplate>(std::move(std::get<FixTemplate>(parsed)));
       }
       p.base = r.number(*t, "base").value_or(0.5);
       if (p.base < 0 || p.base > 1) r.error(line, "base must be within [0, 1]");
