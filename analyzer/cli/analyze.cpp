@@ -77,9 +77,10 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
                            {{{"-j", "--jobs"}, {"-o", "--output"}, {"-p", "--compile-commands"}},
                             {"--jobs", "--output", "--compile-commands", "--format", "--min-confidence", "--select",
                              "--ignore", "--color", "--cuda-path", "--data", "--config", "--torch-version",
-                             "--fail-on", "--baseline", "--write-baseline", "--stdin-filename", "--cache-dir"},
+                             "--fail-on", "--baseline", "--write-baseline", "--stdin-filename", "--cache-dir",
+                             "--keep-context"},
                             {"--preview", "--isolated", "--statistics", "--exit-zero", "--report-unused-suppressions",
-                             "--no-cache"}});
+                             "--no-cache", "--show-demoted"}});
   if (line.flags.contains("--help")) return print_help("analyze"), kClean;
   if (line.positional.empty()) throw UsageError("analyze", "no paths given (\"-\" reads stdin)");
   std::string format = choice(line, "analyze", "--format", {"text", "json", "json-lines", "sarif", "github", "junit"}, "text");
@@ -94,6 +95,17 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
   options.cuda.cuda_path = line.value("--cuda-path").value_or("");
   options.cuda.compile_commands_dir = line.value("--compile-commands").value_or("");
   options.report_unused_suppressions = line.flags.contains("--report-unused-suppressions");
+  options.show_demoted = line.flags.contains("--show-demoted");
+  if (auto kinds = line.value("--keep-context")) {
+    for (const std::string& kind : split_commas(*kinds)) {
+      bool known = kind == "all" || std::any_of(std::begin(kContextKinds), std::end(kContextKinds),
+                                                [&](const char* k) { return kind == k; });
+      if (!known)
+        throw UsageError("analyze", "--keep-context: unknown context '" + kind +
+                                        "' (test, reference, parity, fallback, returns-weights, all)");
+      options.keep_contexts.insert(kind);
+    }
+  }
 
   fs::path data = data_dir(line, argv0);
   Engine engine = load_engine(data);

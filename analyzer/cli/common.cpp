@@ -55,7 +55,13 @@ rules:
   --ignore SELECTORS      do not run these rules
   --preview               also run preview rules (off by default; --select can name one)
   --min-confidence X      drop findings below confidence X, 0..1 (default 0.5)
-  --torch-version X.Y     the PyTorch version the code targets
+  --torch-version X.Y     the PyTorch version the code targets: rules whose fix needs a
+                          newer one are off (default: the configuration, else the pin in the
+                          nearest pyproject.toml, setup.cfg, setup.py or requirements*.txt)
+  --show-demoted          also report findings demoted by their context (info: eager
+                          fallbacks, tests, op references, parity variants)
+  --keep-context KINDS    treat these contexts as user code, not demoted (comma-separated:
+                          test, reference, parity, fallback, returns-weights, or all)
 configuration:
   --config FILE           use this mlsem.toml / pyproject.toml for every file
   --isolated              ignore every configuration file

@@ -22,7 +22,7 @@ struct Finding {
   std::string rule;       // stable code, e.g. "ATT001"
   std::string rule_name;  // slug, e.g. "hand-written-attention"
   std::string concept_id; // concept hierarchy id, e.g. "scaled-dot-product-attention"
-  std::string severity;   // "error" | "warning" | "info"
+  std::string severity;   // "error" | "warning" | "info" ("info" for demoted findings)
   std::string message;
   std::string path;
   Range range;            // the primary location
@@ -32,6 +32,11 @@ struct Finding {
   std::string fix;
   std::optional<std::string> kernel;  // a kernels/ path, e.g. "kernels/attention_fwd"
   std::string measured;   // "fused: 3.1x faster than the eager form on NVIDIA H100 at ..." or ""
+  // Why the finding is demoted, or "" when it is not: the code is an eager fallback, a
+  // test, an op reference, ... ("eager fallback: runs only when ..."). Demoted findings
+  // are `info` with a confidence below the default threshold (engine.h).
+  std::string context;
+  std::string context_kind;  // "fallback", "returns-weights", "test", "reference", "parity"
   // Stable identity for baselines and SARIF partialFingerprints: a hash of the rule, the
   // function and the matched source text without whitespace and comments (not its
   // line), with ":N" for the Nth identical match in the file. Set by the driver.

@@ -37,7 +37,8 @@ json finding_json(const Finding& f) {
   return {{"rule", f.rule},         {"name", f.rule_name},   {"concept", f.concept_id},
           {"severity", f.severity}, {"message", f.message},  {"path", f.path},
           {"range", range_json(f.range)}, {"function", f.function}, {"confidence", f.confidence},
-          {"evidence", evidence},   {"fix", f.fix},          {"kernel", f.kernel ? json(*f.kernel) : json(nullptr)}};
+          {"evidence", evidence},   {"fix", f.fix},          {"kernel", f.kernel ? json(*f.kernel) : json(nullptr)},
+          {"context", f.context},   {"context_kind", f.context_kind}};
 }
 
 Finding finding_of(const json& j) {
@@ -55,6 +56,8 @@ Finding finding_of(const json& j) {
     f.evidence.push_back({e.at(0).get<std::string>(), e.at(1).get<bool>(), e.at(2).get<double>(), range_of(e.at(3))});
   f.fix = j.at("fix");
   if (!j.at("kernel").is_null()) f.kernel = j.at("kernel").get<std::string>();
+  f.context = j.value("context", "");
+  f.context_kind = j.value("context_kind", "");
   return f;
 }
 

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "driver/cache.h"
 #include "driver/files.h"
+#include "driver/torch_version.h"
 #include "driver/notebook.h"
 #include "driver/suppress.h"
 #include "kernels/catalog.h"
@@ -53,6 +54,11 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
     for (const auto& [rule, level] : options.severity) e.key += rule + ":" + level + ",";
   }
   e.key += options.report_unused_suppressions ? ";unused" : "";
+  // The target torch: the option or configuration, else the project's pin.
+  static driver::TorchVersionFinder versions;
+  if (e.torch_version.empty()) e.torch_version = versions.for_file(path), e.key += ";pin=" + e.torch_version;
+  e.key += options.show_demoted ? ";demoted" : "";
+  for (const std::string& kind : options.keep_contexts) e.key += ";keep=" + kind;
   return e;
 }
 
@@ -105,12 +111,18 @@ void analyze_text(const SourceFile& file, const Engine& engine, const DriverOpti
     // Suppressions are applied here, where unused ones can be told apart.
     std::map<uint32_t, std::vector<std::string>> directives = std::move(module.suppressions);
     module.suppressions.clear();
-    std::vector<Finding> findings = engine.analyze(module, settings.only_rules);
+    AnalyzeOptions analyze;
+    analyze.only_rules = settings.only_rules;
+    analyze.source = file.text;
+    analyze.torch_version = settings.torch_version;
+    analyze.keep_contexts = options.keep_contexts;
+    std::vector<Finding> findings = engine.analyze(module, analyze);
     for (Finding& finding : findings)
       if (auto it = settings.severity->find(finding.rule); it != settings.severity->end()) finding.severity = it->second;
     driver::apply_suppressions(findings, file, directives, engine, options.report_unused_suppressions);
     for (Finding& finding : findings)
-      if (finding.confidence >= settings.min_confidence) result.findings.push_back(std::move(finding));
+      if (finding.confidence >= settings.min_confidence || (options.show_demoted && !finding.context.empty()))
+        result.findings.push_back(std::move(finding));
     std::stable_sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
       return std::tie(a.range.begin.line, a.range.begin.column, a.rule) <
              std::tie(b.range.begin.line, b.range.begin.column, b.rule);

@@ -32,7 +32,13 @@ struct DriverOptions {
   double min_confidence = 0.0;        // findings below are dropped
   size_t max_file_bytes = 4u << 20;   // larger files get an error entry
   cuda::CudaOptions cuda;
-  std::string torch_version;          // target PyTorch version ("2.4"); empty = detect/unknown
+  // Target PyTorch version ("2.4"): rules whose fix needs a newer one are off. Empty:
+  // the project's pinned requirements (driver/torch_version.h), else unknown.
+  std::string torch_version;
+  // Context kinds reported as user code rather than demoted ("test", "reference",
+  // "parity", "fallback", "returns-weights", or "all"); empty: demote them all.
+  std::set<std::string> keep_contexts;
+  bool show_demoted = false;  // report demoted findings (info) whatever min_confidence says
   std::optional<std::set<std::string>> only_rules;  // rule ids to report; nullopt = every rule
   std::map<std::string, std::string> severity;      // rule id -> severity override
   const kernels::Catalog* catalog = nullptr;         // when set, fills Finding::measured

@@ -2,12 +2,14 @@
 // the op their root can match, so analysis visits each IR node once.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/fix_template.h"
 #include "engine/pattern.h"
 
 namespace mlsem {
@@ -39,6 +41,7 @@ struct CompiledPattern {
   // A numeric variant's own wording: replaces the rule's message / fix when set.
   std::string message;
   std::string fix;
+  std::shared_ptr<const FixTemplate> fix_template;  // `fix`, parsed (fix_template.h)
 };
 
 class CompiledPatterns {

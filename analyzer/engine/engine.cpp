@@ -1,9 +1,12 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 
 #include "engine/compiled.h"
+#include "engine/fix_template.h"
 #include "engine/matcher.h"
 
 namespace fs = std::filesystem;
@@ -24,6 +27,8 @@ struct Candidate {
   size_t rule_index = 0;
   std::vector<ByteSpan> spans;
   bool located_in_own_function = true;  // false: a match inlined from a helper
+  bool standalone = true;               // every matched node is in the function's own text
+  bool function_context = false;        // demoted by a fact of the reporting function itself
 };
 
 bool contains(const Range& outer, const Range& inner) {
@@ -90,6 +95,157 @@ void score(const CompiledPattern& p, const FunctionView& view, const Match& m, F
   f.confidence = std::clamp(std::round(confidence * 100) / 100, 0.0, 1.0);
 }
 
+// A Python-style spelling of an attribute value, for fixes: True, 4, 0.1, text.
+std::string fix_text(const ir::Attr& a) {
+  if (const bool* b = std::get_if<bool>(&a)) return *b ? "True" : "False";
+  if (const int64_t* i = std::get_if<int64_t>(&a)) return std::to_string(*i);
+  if (const double* d = std::get_if<double>(&a)) {
+    if (std::isinf(*d)) return *d < 0 ? "-float('inf')" : "float('inf')";
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *d);
+    std::string s(buf, ec == std::errc() ? end : buf);
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return s;
+  }
+  return std::get<std::string>(a);
+}
+
+bool is_ident(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// How the user spelled the value of node `n`: a parameter's or global's name, a
+// scalar's text, the variable a whole assignment's right-hand side is stored in
+// (`q = self.q_proj(x).view(...)` -> "q"), or a short one-line expression.
+std::optional<std::string> spelling(const ir::Node& node, std::string_view source) {
+  if (node.op == "input" || node.op == "name")
+    if (const auto* a = node.attr("name")) return fix_text(*a);
+  if (const auto* a = node.attr("text")) return fix_text(*a);
+  if (node.op == "const")
+    if (const auto* a = node.attr("value")) return fix_text(*a);
+  const Range& r = node.range;
+  if (source.empty() || !r.valid() || r.end_byte > source.size() || r.begin_byte >= r.end_byte) return std::nullopt;
+  std::string_view expr = source.substr(r.begin_byte, r.end_byte - r.begin_byte);
+  size_t line_start = source.rfind('\n', r.begin_byte == 0 ? 0 : r.begin_byte - 1);
+  line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+  if (r.begin_byte == 0) line_start = 0;
+  std::string_view before = trim(source.substr(line_start, r.begin_byte - line_start));
+  size_t line_end = source.find('\n', r.end_byte);
+  std::string_view after = trim(source.substr(r.end_byte, (line_end == std::string_view::npos ? source.size() : line_end) - r.end_byte));
+  if (before.size() > 1 && before.back() == '=' && (after.empty() || after.front() == '#')) {
+    std::string_view target = trim(before.substr(0, before.size() - 1));
+    if (size_t colon = target.find(':'); colon != std::string_view::npos) target = trim(target.substr(0, colon));
+    if (is_ident(target)) return std::string(target);
+    // `q, k, v = qkv.unbind(0)`: a `part` is the target at its index.
+    const auto* index = node.attr("index");
+    if (node.op == "part" && index && std::holds_alternative<int64_t>(*index)) {
+      int64_t i = std::get<int64_t>(*index);
+      if (target.starts_with("(") && target.ends_with(")")) target = target.substr(1, target.size() - 2);
+      for (int64_t k = 0; !target.empty(); ++k) {
+        size_t comma = target.find(',');
+        std::string_view name = trim(target.substr(0, comma));
+        if (k == i) return is_ident(name) ? std::optional<std::string>(std::string(name)) : std::nullopt;
+        if (comma == std::string_view::npos) break;
+        target = target.substr(comma + 1);
+      }
+    }
+  }
+  if (expr.size() <= 60 && expr.find('\n') == std::string_view::npos) return std::string(expr);
+  return std::nullopt;
+}
+
+// The value of a fix template reference for one match (fix_template.h).
+std::optional<std::string> lookup_ref(const FixRef& ref, const FunctionView& view, const Match& m, std::string_view source) {
+  const ir::Function& fn = view.fn();
+  if (ref.label == "function") {
+    if (ref.path.size() != 1) return std::nullopt;
+    auto it = fn.attrs.find(ref.path[0]);
+    if (it == fn.attrs.end()) return std::nullopt;
+    return fix_text(it->second);
+  }
+  ir::NodeId n = ir::kNoNode;
+  if (ref.label.starts_with("#")) {  // the first matched node of that op
+    for (ir::NodeId id : m.nodes)
+      if (view.node(id).op == std::string_view(ref.label).substr(1)) {
+        n = id;
+        break;
+      }
+  } else {
+    n = m.label(ref.label);
+    if (n == ir::kNoNode) n = m.var(ref.label);
+  }
+  if (n == ir::kNoNode) return std::nullopt;
+  for (size_t i = 0; i < ref.path.size(); ++i) {
+    const std::string& part = ref.path[i];
+    if (std::isdigit(static_cast<unsigned char>(part[0]))) {
+      size_t k = std::stoul(part);
+      const auto& inputs = view.node(n).inputs;
+      if (k >= inputs.size()) return std::nullopt;
+      n = inputs[k];
+      continue;
+    }
+    if (i + 1 != ref.path.size()) return std::nullopt;
+    if (const auto* a = view.node(n).attr(part)) return fix_text(*a);
+    auto computed = view.computed_attrs(n);
+    if (auto it = computed.find(part); it != computed.end()) return fix_text(it->second);
+    return std::nullopt;
+  }
+  return spelling(view.node(n), source);
+}
+
+const std::string* string_attr(const std::map<std::string, ir::Attr>& attrs, const std::string& key) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return nullptr;
+  return std::get_if<std::string>(&it->second);
+}
+
+// The first context fact that demotes this rule's finding: the file's kind, then the
+// function's facts, then the regions around the match's root (docs/PATTERNS.md).
+struct ContextHit {
+  std::string kind, why;
+  bool function_level = false;  // a fact of the function (not of the file or a region)
+};
+
+std::optional<ContextHit> context_of(const ir::Module& module, const FunctionView& view,
+                                                              const Match& m, const Rule& rule,
+                                                              const AnalyzeOptions& options) {
+  if (options.keep_contexts.count("all")) return std::nullopt;
+  auto applies = [&](const std::string& kind) {
+    return std::find(rule.demote_in.begin(), rule.demote_in.end(), kind) != rule.demote_in.end() &&
+           !options.keep_contexts.count(kind);
+  };
+  if (const std::string* kind = string_attr(module.attrs, "file_kind"); kind && applies(*kind)) {
+    const std::string* why = string_attr(module.attrs, "file_kind_reason");
+    return ContextHit{*kind, why ? *why : *kind};
+  }
+  const ir::Function& fn = view.fn();
+  for (const char* kind : kContextKinds)
+    if (const std::string* why = string_attr(fn.attrs, kind); why && applies(kind)) return ContextHit{kind, *why, true};
+  uint32_t r = view.node(m.root).region;
+  for (int guard = 0; guard < 64 && r < fn.regions.size(); ++guard) {
+    for (const char* kind : kContextKinds)
+      if (const std::string* why = string_attr(fn.regions[r].attrs, kind); why && applies(kind))
+        return ContextHit{kind, *why};
+    if (r == 0) break;
+    r = fn.regions[r].parent;
+  }
+  return std::nullopt;
+}
+
+void demote(Finding& f, std::string kind, std::string why) {
+  f.context_kind = std::move(kind);
+  f.context = std::move(why);
+  f.severity = "info";
+  f.confidence = std::min(f.confidence, kDemotedConfidence);
+}
+
 bool suppressed(const ir::Module& module, const Finding& f) {
   if (module.suppressions.empty()) return false;
   for (uint32_t line = f.range.begin.line; line <= f.range.end.line; ++line) {
@@ -128,10 +284,48 @@ const Concept* Engine::concept_by_id(std::string_view id) const {
   return nullptr;
 }
 
+bool valid_version(std::string_view v) {
+  if (v.empty() || v.front() == '.' || v.back() == '.') return false;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!(std::isdigit(static_cast<unsigned char>(v[i])) || (v[i] == '.' && v[i - 1] != '.'))) return false;
+  return true;
+}
+
+bool version_less(std::string_view a, std::string_view b) {
+  if (!valid_version(a) || !valid_version(b)) return false;
+  while (!a.empty() || !b.empty()) {
+    auto take = [](std::string_view& s) {
+      size_t dot = s.find('.');
+      std::string_view part = s.substr(0, dot);
+      s = dot == std::string_view::npos ? std::string_view{} : s.substr(dot + 1);
+      unsigned long v = 0;
+      std::from_chars(part.data(), part.data() + part.size(), v);
+      return v;
+    };
+    unsigned long x = take(a), y = take(b);
+    if (x != y) return x < y;
+  }
+  return false;
+}
+
 std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<std::string>* only_rules) const {
+  AnalyzeOptions options;
+  options.only_rules = only_rules;
+  return analyze(module, options);
+}
+
+std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOptions& options) const {
   std::vector<Candidate> candidates;
   const CompiledPatterns& cp = *patterns_;
-  auto enabled = [&](size_t ri) { return !only_rules || only_rules->count(rules_[ri].id); };
+  // Rules off by selection, or whose fix needs a newer torch than the target, are not run.
+  std::vector<char> on(rules_.size());
+  for (size_t ri = 0; ri < rules_.size(); ++ri) {
+    const Rule& rule = rules_[ri];
+    on[ri] = (!options.only_rules || options.only_rules->count(rule.id)) &&
+             !(rule.language == "python" && !rule.requires_torch.empty() && !options.torch_version.empty() &&
+               version_less(options.torch_version, rule.requires_torch));
+  }
+  auto enabled = [&](size_t ri) { return on[ri] != 0; };
   for (const ir::Function& fn : module.functions) {
     FunctionView view(fn);
     for (ir::NodeId n = 0; n < fn.nodes.size(); ++n) {
@@ -153,6 +347,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
           const Range& r = fn.nodes[id].range;
           c.spans.emplace_back(r.begin_byte, r.end_byte);
           if (!fn.range.valid() || contains(fn.range, r)) own = merge(own, r);
+          else c.standalone = false;
         }
         Range focus;
         for (const auto& label : p.focus)
@@ -183,8 +378,16 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
           rc.finding.concept_id = rule.concept_id;
           rc.finding.severity = rule.severity;
           rc.finding.message = p.message.empty() ? rule.message : p.message;
-          rc.finding.fix = p.fix.empty() ? rule.fix : p.fix;
+          {
+            const FixTemplate* tmpl = p.fix_template ? p.fix_template.get() : rule.fix_template.get();
+            rc.finding.fix = tmpl ? render_fix(*tmpl, [&](const FixRef& ref) { return lookup_ref(ref, view, *m, options.source); })
+                                  : (p.fix.empty() ? rule.fix : p.fix);
+          }
           rc.finding.kernel = rule.kernel;
+          if (auto ctx = context_of(module, view, *m, rule, options)) {
+            demote(rc.finding, ctx->kind, ctx->why);
+            rc.function_context = ctx->function_level;
+          }
           candidates.push_back(std::move(rc));
         }
       };
@@ -192,6 +395,36 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
         for (size_t pi : it->second) try_pattern(pi);
       for (size_t pi : cp.any_root) try_pattern(pi);
     }
+  }
+
+  // The same match seen from a helper and through its callers (inlining) gets one
+  // context. A caller's instance made mostly of a helper's code takes the helper's own
+  // function facts (a helper that returns its weights, a registered eager fallback).
+  for (Candidate& c : candidates) {
+    if (c.standalone || !c.finding.context.empty()) continue;
+    for (const Candidate& h : candidates) {
+      if (&h == &c || h.rule_index != c.rule_index || !h.function_context || !h.standalone) continue;
+      if (h.spans.size() * 2 < c.spans.size()) continue;
+      if (!std::includes(c.spans.begin(), c.spans.end(), h.spans.begin(), h.spans.end())) continue;
+      demote(c.finding, h.finding.context_kind, h.finding.context + " (in " + h.finding.function + ")");
+      break;
+    }
+  }
+  // A helper's own finding whose every instance inlined into a caller is demoted (the
+  // helper is reached only from fallbacks) is demoted as well.
+  for (Candidate& c : candidates) {
+    if (!c.standalone || !c.finding.context.empty()) continue;
+    const Candidate* via = nullptr;
+    bool all_demoted = true;
+    for (const Candidate& d : candidates) {
+      if (&d == &c || d.rule_index != c.rule_index || d.finding.function == c.finding.function) continue;
+      if (!std::includes(d.spans.begin(), d.spans.end(), c.spans.begin(), c.spans.end())) continue;
+      if (d.finding.context.empty()) all_demoted = false;
+      else if (!via) via = &d;
+    }
+    if (via && all_demoted)
+      demote(c.finding, via->finding.context_kind,
+             via->finding.context + " (reached only from " + via->finding.function + ")");
   }
 
   // Deduplicate: one finding per rule and location (the most confident), none whose
@@ -217,6 +450,31 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
       }
     }
   }
+  // One finding per problem per function: matches of one rule in one function that
+  // share matched code (RoPE applied to q and to k through the same rotate_half) are one
+  // finding covering both places.
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (dropped[i]) continue;
+    for (size_t j = i + 1; j < candidates.size(); ++j) {
+      if (dropped[j]) continue;
+      Candidate& a = candidates[i];
+      const Candidate& b = candidates[j];
+      if (a.rule_index != b.rule_index || a.finding.function != b.finding.function || !overlaps(a.spans, b.spans))
+        continue;
+      a.finding.range = merge(a.finding.range, b.finding.range);
+      for (const Evidence& e : b.finding.evidence) {
+        bool seen = std::any_of(a.finding.evidence.begin(), a.finding.evidence.end(), [&](const Evidence& x) {
+          return x.text == e.text && x.present == e.present && x.range == e.range;
+        });
+        if (!seen) a.finding.evidence.push_back(e);
+      }
+      a.finding.confidence = std::max(a.finding.confidence, b.finding.confidence);
+      std::vector<ByteSpan> spans;
+      std::set_union(a.spans.begin(), a.spans.end(), b.spans.begin(), b.spans.end(), std::back_inserter(spans));
+      a.spans = std::move(spans);
+      dropped[j] = true;
+    }
+  }
   std::vector<Finding> out;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (dropped[i] || suppressed(module, candidates[i].finding)) continue;
@@ -240,6 +498,23 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
       }
     }
     out.push_back(std::move(f));
+  }
+  // Evidence seen away from the reported range (in a helper, or further down the
+  // function) says where in its text; only evidence next to the range keeps a location.
+  for (Finding& f : out) {
+    for (Evidence& e : f.evidence) {
+      if (!e.present || !e.range.valid()) continue;
+      if (e.range.begin.line + 1 >= f.range.begin.line && e.range.begin.line <= f.range.end.line + 1) continue;
+      const ir::Function* home = nullptr;
+      for (const ir::Function& fn : module.functions)
+        if (fn.name != "<module>" && fn.range.valid() && contains(fn.range, e.range) &&
+            (!home || contains(home->range, fn.range)))
+          home = &fn;
+      std::string where = "line " + std::to_string(e.range.begin.line);
+      if (home && home->name != f.function) where = "in " + home->name + ", " + where;
+      e.text += " (" + where + ")";
+      e.range = Range{};
+    }
   }
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.range.begin.line, a.range.begin.column, a.rule) <

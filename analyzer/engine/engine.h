@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include "ir/ir.h"
 
 namespace mlsem {
+
+struct FixTemplate;  // engine/fix_template.h
 
 struct Concept {
   std::string id;                       // "scaled-dot-product-attention"
@@ -41,16 +44,46 @@ struct Rule {
   std::string severity;   // "error" | "warning" | "info"
   std::vector<std::string> patterns;  // pattern ids
   std::string message;
-  std::string fix;
+  std::string fix;                    // a template (docs/PATTERNS.md, "Fix templates")
+  std::shared_ptr<const FixTemplate> fix_template;  // `fix`, parsed
   std::optional<std::string> kernel;  // "kernels/attention_fwd"
   std::vector<std::string> supersedes;  // rule ids whose overlapping findings this one replaces
   bool per_function = false;  // one finding per function: RoPE on q and on k is one problem
+  // Context kinds in which a finding of this rule is demoted (docs/PATTERNS.md, "Context").
+  std::vector<std::string> demote_in = {"test", "reference", "parity"};
+  // The oldest torch whose API the fix uses ("2.4"); empty: any.
+  std::string requires_torch;
   RuleDocs docs;
   std::string file;
   uint32_t line = 0;
 };
 
 class CompiledPatterns;  // engine/pattern.h
+
+// Demoted findings (code that is a fallback, a test, a reference, ...) are reported as
+// `info` with their confidence capped here, below the default display threshold.
+inline constexpr double kDemotedConfidence = 0.3;
+// Context kinds the engine knows (docs/PATTERNS.md, "Context").
+inline constexpr const char* kContextKinds[] = {"test", "reference", "parity", "fallback", "returns-weights"};
+
+struct AnalyzeOptions {
+  // Rule ids to run; null = every rule. Patterns of other rules are not even tried, and
+  // a rule that is off supersedes nothing.
+  const std::set<std::string>* only_rules = nullptr;
+  // The module's source text: fixes quote the user's spelling of matched values from it.
+  std::string_view source;
+  // The torch the analyzed code targets, "X.Y"; empty: unknown (every rule runs).
+  // Rules whose `requires_torch` is newer are off.
+  std::string torch_version;
+  // Context kinds not to demote (findings there are reported like any other);
+  // "all" turns demotion off.
+  std::set<std::string> keep_contexts;
+};
+
+// "2.4" < "2.10": compares dotted version numbers numerically; false when either is
+// not of the form N(.N)*.
+bool version_less(std::string_view a, std::string_view b);
+bool valid_version(std::string_view v);
 
 class Engine {
  public:
@@ -64,6 +97,7 @@ class Engine {
   // `only_rules`, patterns of other rules are not even tried, and a rule that is off
   // supersedes nothing.
   std::vector<Finding> analyze(const ir::Module& module, const std::set<std::string>* only_rules = nullptr) const;
+  std::vector<Finding> analyze(const ir::Module& module, const AnalyzeOptions& options) const;
 
   const std::vector<Rule>& rules() const { return rules_; }
   const Rule* rule(std::string_view id_or_name) const;

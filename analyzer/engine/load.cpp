@@ -9,6 +9,7 @@
 
 #include "engine/compiled.h"
 #include "engine/engine.h"
+#include "engine/fix_template.h"
 
 namespace fs = std::filesystem;
 
@@ -310,6 +311,13 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
       }
       p.message = r.str(*t, "message", false, line);
       p.fix = r.str(*t, "fix", false, line);
+      if (!p.fix.empty()) {
+        auto parsed = parse_fix_template(p.fix);
+        if (auto* e = std::get_if<ParseError>(&parsed))
+          r.error(line, "fix: " + e->message + " at column " + std::to_string(e->offset + 1));
+        else
+          p.fix_template = std::make_shared<FixTemplate>(std::move(std::get<FixTemplate>(parsed)));
+      }
       p.base = r.number(*t, "base").value_or(0.5);
       if (p.base < 0 || p.base > 1) r.error(line, "base must be within [0, 1]");
       if (const toml::node* f = t->get("focus"); f && f->is_string()) p.focus = {*f->value<std::string>()};
@@ -392,7 +400,7 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
     if (!doc) continue;
     const toml::table& t = *doc;
     r.only_keys(t, {"id", "name", "status", "language", "concept", "severity", "patterns", "message", "fix", "kernel",
-                    "supersedes", "per_function", "docs"},
+                    "supersedes", "per_function", "demote_in", "requires_torch", "docs"},
                 "a rule file");
     size_t errors_before = r.error_count();
     Rule rule;
@@ -415,6 +423,40 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
       else r.error(Reader::line_of(*pf), "'per_function' must be true or false");
     }
     auto at = [&](std::string_view key) { return t.get(key) ? Reader::line_of(*t.get(key)) : 1u; };
+    if (t.get("demote_in")) {
+      rule.demote_in = r.strs(t, "demote_in", false, 1);
+      for (const auto& kind : rule.demote_in)
+        if (std::none_of(std::begin(kContextKinds), std::end(kContextKinds), [&](const char* k) { return kind == k; }))
+          r.error(at("demote_in"), "demote_in: unknown context '" + kind +
+                                       "' (test, reference, parity, fallback, returns-weights)");
+    }
+    rule.requires_torch = r.str(t, "requires_torch", false, 1);
+    if (!rule.requires_torch.empty() && !valid_version(rule.requires_torch))
+      r.error(at("requires_torch"), "requires_torch must be a version such as \"2.4\"");
+    if (!rule.fix.empty()) {
+      auto parsed = parse_fix_template(rule.fix);
+      if (auto* e = std::get_if<ParseError>(&parsed)) {
+        r.error(at("fix"), "fix: " + e->message + " at column " + std::to_string(e->offset + 1));
+      } else {
+        auto tmpl = std::make_shared<FixTemplate>(std::move(std::get<FixTemplate>(parsed)));
+        // Every label a fix names must be a label of one of the rule's patterns.
+        std::vector<std::string> labels;
+        for (const auto& pid : rule.patterns)
+          for (const auto& p : patterns.patterns)
+            if (p.id == pid) {
+              collect_labels(p.term, labels);
+              collect_vars(p.term, labels);
+            }
+        std::vector<FixRef> refs;
+        collect_fix_refs(*tmpl, refs);
+        for (const auto& ref : refs)
+          if (ref.label != "function" && !ref.label.starts_with("#") &&
+              std::find(labels.begin(), labels.end(), ref.label) == labels.end())
+            r.error(at("fix"), "fix: '{" + ref.text + "}' names '" + ref.label +
+                                   "', not a label or variable of the rule's patterns ('#op' or 'function')");
+        rule.fix_template = std::move(tmpl);
+      }
+    }
     if (!rule.id.empty() && !std::regex_match(rule.id, kRuleId))
       r.error(at("id"), "rule id '" + rule.id + "' must be letters then three digits, like ATT001");
     if (!rule.name.empty() && !std::regex_match(rule.name, kKebab))

@@ -34,6 +34,7 @@ class Matcher {
     bool ok = match(t, root, [&] {
       if (!all_distinct(distinct)) return false;
       found.labels.assign(labels_.begin(), labels_.end());
+      found.vars.assign(vars_.begin(), vars_.end());
       found.nodes = matched_;
       return true;
     });

@@ -38,12 +38,18 @@ class FunctionView {
 
 struct Match {
   std::vector<std::pair<std::string, ir::NodeId>> labels;  // label -> node it matched
+  std::vector<std::pair<std::string, ir::NodeId>> vars;    // $var -> node it bound
   std::vector<ir::NodeId> nodes;                           // every node an op term matched
   ir::NodeId root = ir::kNoNode;
 
   ir::NodeId label(std::string_view name) const {
     for (const auto& [l, n] : labels)
       if (l == name) return n;
+    return ir::kNoNode;
+  }
+  ir::NodeId var(std::string_view name) const {
+    for (const auto& [v, n] : vars)
+      if (v == name) return n;
     return ir::kNoNode;
   }
 };

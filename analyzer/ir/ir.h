@@ -47,7 +47,7 @@ struct Function {
   Range range;
   std::vector<Node> nodes;      // topologically ordered: inputs precede their users
   std::vector<Region> regions;  // regions[0] is the function body
-  std::map<std::string, Attr> attrs;  // e.g. CUDA: {"global": true}
+  std::map<std::string, Attr> attrs;  // e.g. CUDA: {"global": true}; Python context facts (docs/IR.md)
 
   // Users of each node, computed on demand by the engine (see engine/graph.h).
 };
@@ -57,6 +57,8 @@ struct Module {
   std::string language;         // "python" | "cuda"
   std::vector<Function> functions;
   std::vector<Diagnostic> diagnostics;  // syntax errors etc.; analysis continues regardless
+  // Facts about the whole file, e.g. {"file_kind": "test"} (docs/IR.md, Context facts).
+  std::map<std::string, Attr> attrs;
   // Inline suppressions by line: `# mlsem: ignore[ATT001]`, `# noqa: ATT001`, or
   // `// mlsem: ignore` in CUDA. An empty list suppresses every rule on that line.
   std::map<uint32_t, std::vector<std::string>> suppressions;

@@ -52,7 +52,9 @@ std::string attr_to_text(const Attr& value) {
 }
 
 std::string to_text(const Module& module) {
-  std::string out = "module " + module.path + " (" + module.language + ")\n";
+  std::string out = "module " + module.path + " (" + module.language + ")";
+  append_attrs(out, module.attrs);
+  out += "\n";
   for (const Function& f : module.functions) {
     out += "function " + f.name;
     append_attrs(out, f.attrs);

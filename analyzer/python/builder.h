@@ -339,6 +339,7 @@ class Builder {
   bool too_deep(TSNode at);
 
   void lower_block(TSNode block);
+  void lower_branch(TSNode block, const char* which, TSNode condition);
 
   void lower_statement(TSNode s);
 

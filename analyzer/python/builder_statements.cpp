@@ -17,6 +17,17 @@ uint32_t Builder::open_region(const char* kind, TSNode src) {
   return st_->region;
 }
 
+// Each branch of an `if` is a `branch` region inside the `if` region, so context facts
+// (python/context.cpp) can tell the branches apart.
+void Builder::lower_branch(TSNode block, const char* which, TSNode condition) {
+  if (ts_node_is_null(block)) return;
+  uint32_t b = open_region("branch", block);
+  st_->fn.regions[b].attrs["branch"] = std::string(which);
+  if (!ts_node_is_null(condition)) st_->fn.regions[b].attrs["condition"] = clip(text(condition));
+  lower_block(block);
+  close_region(b);
+}
+
 // ------------------------------------------------------------------ statements
 
 bool Builder::too_deep(TSNode at) {
@@ -54,13 +65,13 @@ void Builder::lower_statement(TSNode s) {
   } else if (k == S.if_statement) {
     lower(field(s, S.f_condition));
     uint32_t r = open_region("if", s);
-    lower_block(field(s, S.f_consequence));
+    lower_branch(field(s, S.f_consequence), "if", field(s, S.f_condition));
     for (TSNode c : named(s)) {
       if (sym(c) == S.elif_clause) {
         lower(field(c, S.f_condition));
-        lower_block(field(c, S.f_consequence));
+        lower_branch(field(c, S.f_consequence), "elif", field(c, S.f_condition));
       } else if (sym(c) == S.else_clause) {
-        lower_block(field(c, S.f_body));
+        lower_branch(field(c, S.f_body), "else", TSNode{});
       }
     }
     close_region(r);

@@ -6,6 +6,7 @@
 
 #include "python/axes.h"
 #include "python/builder.h"
+#include "python/context.h"
 #include "python/suppressions.h"
 #include "python/syntax.h"
 
@@ -110,6 +111,7 @@ ir::Module build_ir(const SourceFile& file) {
   report_syntax_errors(file, root, out);
   lower_file(file, root, out);
   for (ir::Function& f : out.functions) annotate_axes(f);  // axis roles, attention facts
+  add_context_facts(file, root, out);
   out.suppressions = find_suppressions(file.text);
   return out;
 }

@@ -41,6 +41,8 @@ json finding_json(const Finding& f, const Sources* sources) {
           {"fix", f.fix},
           {"kernel", f.kernel ? json(*f.kernel) : json(nullptr)},
           {"measured", f.measured.empty() ? json(nullptr) : json(f.measured)},
+          {"context", f.context.empty() ? json(nullptr) : json(f.context)},
+          {"context_kind", f.context_kind.empty() ? json(nullptr) : json(f.context_kind)},
           {"fingerprint", f.fingerprint}};
 }
 

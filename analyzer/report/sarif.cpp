@@ -133,6 +133,7 @@ json rule_json(const Rule& rule, const Context& context, const std::map<std::str
 json result_json(const Finding& f, const std::map<std::string, size_t>& rule_index, const Sources* sources) {
   json properties = {{"confidence", f.confidence}, {"concept", f.concept_id}};
   if (!f.function.empty()) properties["function"] = f.function;
+  if (!f.context.empty()) properties["context"] = f.context;
   Shown shown = shown_lines(f.path, f.range.begin.line, f.range.end.line, sources);
   if (shown.cell) properties["cell"] = shown.cell;
   const std::string& message = f.message;

@@ -96,6 +96,7 @@ void finding_text(const Finding& finding, const SourceTexts& sources, const Sour
     }
     out += "\n";
   }
+  if (!finding.context.empty()) out += indent + style.bold("context:") + " " + finding.context + "\n";
   if (!finding.fix.empty()) out += indent + style.bold("fix:") + " " + finding.fix + "\n";
   if (finding.kernel) {
     out += indent + style.bold("kernel:") + " " + *finding.kernel;

@@ -1,0 +1,136 @@
+#include "driver/torch_version.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace mlsem::driver {
+namespace {
+
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; }
+
+// "2.1.0+cu118" -> "2.1"; "" when it does not start with a number.
+std::string major_minor(std::string_view v) {
+  size_t i = 0;
+  std::string out;
+  int dots = 0;
+  while (i < v.size() && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '.')) {
+    if (v[i] == '.' && ++dots == 2) break;
+    out += v[i++];
+  }
+  while (!out.empty() && out.back() == '.') out.pop_back();
+  if (!out.empty() && out.find('.') == std::string::npos) out += ".0";
+  return out;
+}
+
+std::string read_small(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec) || fs::file_size(p, ec) > (1u << 20)) return {};
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+std::optional<std::string> torch_pin_in(std::string_view text) {
+  for (size_t at = text.find("torch"); at != std::string_view::npos; at = text.find("torch", at + 5)) {
+    // The whole package name must be `torch` (not torchvision, pytorch-lightning).
+    if (at > 0 && name_char(text[at - 1])) continue;
+    size_t i = at + 5;
+    if (i < text.size() && name_char(text[i])) continue;
+    auto skip_space = [&] {
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    };
+    skip_space();
+    if (i < text.size() && text[i] == '[') {  // extras: torch[opt-einsum]
+      size_t close = text.find(']', i);
+      if (close == std::string_view::npos) continue;
+      i = close + 1;
+      skip_space();
+    }
+    // poetry: torch = "^2.1" / torch = {version = ">=2.0", ...}
+    bool poetry = false;
+    if (i < text.size() && text[i] == '=' && !(i + 1 < text.size() && text[i + 1] == '=')) {
+      poetry = true;
+      ++i;
+      skip_space();
+      if (i < text.size() && text[i] == '{') {
+        size_t v = text.find("version", i);
+        size_t close = text.find('}', i);
+        if (v == std::string_view::npos || v > close) continue;
+        i = text.find_first_of("\"'", v);
+        if (i == std::string_view::npos) continue;
+      }
+      if (i < text.size() && (text[i] == '"' || text[i] == '\'')) ++i;
+      skip_space();
+    }
+    std::string_view rest = text.substr(i);
+    for (std::string_view op : {"===", "==", ">=", "~=", "^", "~", ">"}) {
+      if (!rest.starts_with(op)) continue;
+      i += op.size();
+      skip_space();
+      if (i < text.size() && text[i] == 'v') ++i;
+      std::string v = major_minor(text.substr(i));
+      if (!v.empty()) return v;
+      break;
+    }
+    if (poetry && !rest.empty() && std::isdigit(static_cast<unsigned char>(rest[0]))) {
+      std::string v = major_minor(rest);
+      if (!v.empty()) return v;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> TorchVersionFinder::in_directory(const fs::path& dir) {
+  std::vector<fs::path> candidates = {dir / "pyproject.toml", dir / "setup.cfg", dir / "setup.py"};
+  std::vector<fs::path> reqs;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.starts_with("requirements") && name.ends_with(".txt")) reqs.push_back(it->path());
+  }
+  std::sort(reqs.begin(), reqs.end());
+  candidates.insert(candidates.end(), reqs.begin(), reqs.end());
+  for (const auto& p : candidates) {
+    std::string text = read_small(p);
+    if (text.empty()) continue;
+    if (auto v = torch_pin_in(text)) return v;
+  }
+  return std::nullopt;
+}
+
+std::string TorchVersionFinder::for_file(const std::string& path) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(fs::path(path), ec).parent_path();
+  if (ec) return "";
+  std::vector<std::string> visited;
+  std::string found;
+  {
+    std::lock_guard lock(mutex_);
+    for (int depth = 0; depth < 64 && !dir.empty(); ++depth) {
+      std::string key = dir.string();
+      if (auto it = cache_.find(key); it != cache_.end()) {
+        found = it->second;
+        break;
+      }
+      visited.push_back(key);
+      if (auto v = in_directory(dir)) {
+        found = *v;
+        break;
+      }
+      if (fs::exists(dir / ".git", ec) || dir == dir.parent_path()) break;
+      dir = dir.parent_path();
+    }
+    for (const auto& d : visited) cache_[d] = found;
+  }
+  return found;
+}
+
+}  // namespace mlsem::driver

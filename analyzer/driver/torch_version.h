@@ -1,0 +1,33 @@
+// The torch version a project targets, read from its pinned requirements when the
+// command line does not give one (README.md, "API availability").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mlsem::driver {
+
+// The torch version ("2.1") that one requirements file pins: `torch==2.1.0`,
+// `torch>=2.1`, `torch~=2.1`, poetry's `torch = "^2.1"`; the lower bound of a range.
+// nullopt when the text does not constrain torch from below.
+std::optional<std::string> torch_pin_in(std::string_view text);
+
+// Finds the pin for files under a directory: the nearest directory, from the file's
+// own upwards, with a pyproject.toml, setup.cfg, setup.py or requirements*.txt that pins
+// torch (in that order within a directory); the search stops after a directory holding
+// .git. Results are cached per directory; safe to call from several threads.
+class TorchVersionFinder {
+ public:
+  std::string for_file(const std::string& path);  // "" when nothing pins torch
+
+ private:
+  std::optional<std::string> in_directory(const std::filesystem::path& dir);
+  std::mutex mutex_;
+  std::map<std::string, std::string> cache_;  // directory -> version ("" = none up to the root)
+};
+
+}  // namespace mlsem::driver

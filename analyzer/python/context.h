@@ -1,0 +1,25 @@
+// Context facts: where a file's code runs, computed after lowering from the syntax
+// tree and the IR (docs/IR.md, "Context facts"). The engine demotes findings in
+// fallbacks, tests, op references and parity variants (docs/PATTERNS.md, "Context").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tree_sitter/api.h>
+#include <utility>
+
+#include "core/source.h"
+#include "ir/ir.h"
+
+namespace mlsem::python {
+
+// Adds Module::attrs file_kind, Function::attrs (self, fallback, returns-weights,
+// reference, parity) and Region::attrs fallback (if/else branches) to `out`, the
+// lowered IR of `file` whose parse is `root`.
+void add_context_facts(const SourceFile& file, TSNode root, ir::Module& out);
+
+// The kind of file a path names and why: ("test", ...) or ("reference", ...).
+std::optional<std::pair<std::string, std::string>> file_kind(std::string_view path);
+
+}  // namespace mlsem::python

@@ -1,0 +1,200 @@
+// The Python context stage (python/context.cpp): file kinds from paths, function facts
+// (dispatch registrations, returned weights, references, parity variants, self) and
+// fallback branches; and the torch version a project pins (driver/torch_version.h).
+#include <gtest/gtest.h>
+
+#include "driver/torch_version.h"
+#include "python/context.h"
+#include "python_test_helpers.h"
+#include "temp_dir.h"
+
+namespace mlsem {
+namespace {
+
+using pytest::build;
+using pytest::function;
+
+std::string fact(const ir::Function* f, const std::string& key) {
+  if (!f) return "<no function>";
+  auto it = f->attrs.find(key);
+  if (it == f->attrs.end()) return "";
+  const std::string* s = std::get_if<std::string>(&it->second);
+  return s ? *s : "<not text>";
+}
+
+TEST(PythonContext, FileKindsFromPaths) {
+  for (const char* p : {"tests/models/test_llama.py", "pkg/test/util.py", "torch/testing/_internal/common.py",
+                        "test_attention.py", "model_test.py", "conftest.py", "C:\\proj\\tests\\a.py"})
+    EXPECT_EQ(python::file_kind(p).value_or(std::make_pair(std::string("none"), std::string())).first, "test") << p;
+  for (const char* p : {"/usr/lib/python3/dist-packages/torch/_refs/nn/functional/__init__.py",
+                        "torch/_decomp/decompositions.py"})
+    EXPECT_EQ(python::file_kind(p).value_or(std::make_pair(std::string("none"), std::string())).first, "reference") << p;
+  for (const char* p : {"models/llama.py", "contest.py", "latest/model.py", "attest_model.py", "testing_utils.py"})
+    EXPECT_FALSE(python::file_kind(p)) << p;
+  ir::Module m = python::build_ir(SourceFile{"tests/test_x.py", "def f(x):\n    return x\n"});
+  EXPECT_EQ(std::get<std::string>(m.attrs.at("file_kind")), "test");
+}
+
+TEST(PythonContext, EagerEntriesOfAttentionDispatch) {
+  ir::Module m = build(R"(
+import torch
+def eager_attention_forward(module, q, k, v):
+    return torch.matmul(torch.softmax(q @ k, -1), v)
+def eager_by_assignment(module, q, k, v):
+    return torch.matmul(torch.softmax(q @ k, -1), v)
+def unrelated(q, k, v):
+    return torch.matmul(torch.softmax(q @ k, -1), v)
+class EagerAttention:
+    def forward(self, q, k, v):
+        return torch.matmul(torch.softmax(q @ k, -1), v)
+CLASSES = {"eager": EagerAttention, "sdpa": SdpaAttention}
+class Layer:
+    def forward(self, q, k, v):
+        fn = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        other = eager_by_assignment
+        if self.config._attn_implementation != "eager":
+            other = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]
+        keep = unrelated
+        return fn(self, q, k, v) + other(self, q, k, v) + keep(q, k, v)
+)");
+  EXPECT_NE(fact(function(m, "eager_attention_forward"), "fallback").find("get_interface"), std::string::npos);
+  EXPECT_NE(fact(function(m, "eager_by_assignment"), "fallback").find("registry"), std::string::npos);
+  EXPECT_NE(fact(function(m, "EagerAttention.forward"), "fallback").find("\"eager\""), std::string::npos);
+  EXPECT_EQ(fact(function(m, "unrelated"), "fallback"), "");
+  EXPECT_EQ(fact(function(m, "Layer.forward"), "fallback"), "");
+  EXPECT_EQ(fact(function(m, "Layer.forward"), "self"), "self");
+  EXPECT_EQ(fact(function(m, "unrelated"), "self"), "");
+
+  // A model that does not support SDPA runs its eager entry by default: no fallback.
+  // Nor is the eager entry of a table whose only alternative is flash-attention.
+  ir::Module eager_default = build(R"(
+import torch
+def eager_attention_forward(module, q, k, v):
+    return torch.matmul(torch.softmax(q @ k, -1), v)
+class EagerAttention:
+    def forward(self, q, k, v):
+        return torch.matmul(torch.softmax(q @ k, -1), v)
+CLASSES = {"eager": EagerAttention, "flash_attention_2": FlashAttention}
+class Model(PreTrainedModel):
+    _supports_sdpa = False
+class Layer:
+    def forward(self, q, k, v):
+        fn = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        return fn(self, q, k, v)
+)");
+  EXPECT_EQ(fact(function(eager_default, "eager_attention_forward"), "fallback"), "");
+  EXPECT_EQ(fact(function(eager_default, "EagerAttention.forward"), "fallback"), "");
+}
+
+TEST(PythonContext, BranchesBesideAFusedCall) {
+  ir::Module m = build(R"(
+import torch
+import torch.nn.functional as F
+class A:
+    def forward(self, q, k, v):
+        if self.fused_attn:
+            x = F.scaled_dot_product_attention(q, k, v)
+        elif self.use_flash:
+            x = flash_attn_func(q, k, v)
+        else:
+            x = torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+        if self.other:
+            y = torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+        else:
+            y = q
+        return x + y
+)");
+  const ir::Function* f = function(m, "A.forward");
+  ASSERT_TRUE(f);
+  int fallbacks = 0;
+  for (const ir::Region& r : f->regions) {
+    if (r.kind != "branch") continue;
+    auto it = r.attrs.find("fallback");
+    if (it == r.attrs.end()) continue;
+    ++fallbacks;
+    EXPECT_EQ(std::get<std::string>(r.attrs.at("branch")), "else");
+    EXPECT_NE(std::get<std::string>(it->second).find("`self.fused_attn` is false"), std::string::npos);
+  }
+  EXPECT_EQ(fallbacks, 1);  // the elif calls flash-attention; the second if has no fused call
+}
+
+TEST(PythonContext, ReturnedWeightsWhereAnotherPathExists) {
+  const char* code = R"(
+import torch
+import torch.nn as nn
+class SelfAttention(nn.Module):
+    def forward(self, q, k, v, output_attentions=False):
+        scores = q @ k.transpose(-1, -2)
+        probs = nn.Softmax(dim=-1)(scores)
+        probs = self.dropout(probs)
+        context = torch.matmul(probs, v)
+        outputs = (context, probs) if output_attentions else (context,)
+        return outputs
+    def no_weights(self, q, k, v):
+        probs = torch.softmax(q @ k.transpose(-1, -2), -1)
+        context = torch.matmul(probs, v)
+        return context, q
+)";
+  ir::Module m = build(code);
+  EXPECT_NE(fact(function(m, "SelfAttention.forward"), "returns-weights").find("`probs`"), std::string::npos);
+  EXPECT_EQ(fact(function(m, "SelfAttention.no_weights"), "returns-weights"), "");
+  // With no other path in the file (no fused call, dispatch or output_attentions), the
+  // eager attention is what users run: no fact.
+  std::string plain = code;
+  for (size_t at; (at = plain.find("output_attentions")) != std::string::npos;) plain.replace(at, 17, "want");
+  EXPECT_EQ(fact(function(build(plain), "SelfAttention.forward"), "returns-weights"), "");
+}
+
+TEST(PythonContext, ReferencesAndParityVariants) {
+  ir::Module m = build(R"(
+import math, torch
+class GELUActivation:
+    def _gelu_python(self, x):
+        return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+    def forward(self, x):
+        return self.act(x)
+def gelu_reference(x):
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+def gelu_exact(x):
+    """Kept for numerical parity with the original checkpoint."""
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+def gelu(x):
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+)");
+  EXPECT_NE(fact(function(m, "GELUActivation._gelu_python"), "parity"), "");
+  EXPECT_EQ(fact(function(m, "GELUActivation.forward"), "parity"), "");
+  EXPECT_NE(fact(function(m, "gelu_reference"), "reference"), "");
+  EXPECT_NE(fact(function(m, "gelu_exact"), "parity").find("numerical parity"), std::string::npos);
+  EXPECT_EQ(fact(function(m, "gelu"), "parity"), "");
+  EXPECT_EQ(fact(function(m, "gelu"), "reference"), "");
+}
+
+TEST(TorchVersion, PinsInRequirementFormats) {
+  using driver::torch_pin_in;
+  EXPECT_EQ(torch_pin_in("numpy\ntorch==2.1.0+cu118\n").value_or("-"), "2.1");
+  EXPECT_EQ(torch_pin_in("torch>=2.4,<3").value_or("-"), "2.4");
+  EXPECT_EQ(torch_pin_in("torch ~= 2.3.1").value_or("-"), "2.3");
+  EXPECT_EQ(torch_pin_in("dependencies = [\"torch[opt-einsum]>=2.0\"]").value_or("-"), "2.0");
+  EXPECT_EQ(torch_pin_in("[tool.poetry.dependencies]\ntorch = \"^2.2\"\n").value_or("-"), "2.2");
+  EXPECT_EQ(torch_pin_in("torch = {version = \">=1.13\", source = \"pytorch\"}").value_or("-"), "1.13");
+  EXPECT_EQ(torch_pin_in("install_requires=['torch>=2']").value_or("-"), "2.0");
+  EXPECT_FALSE(torch_pin_in("torchvision>=0.15\npytorch-lightning==2.0\n"));
+  EXPECT_FALSE(torch_pin_in("torch<2.0\n"));
+  EXPECT_FALSE(torch_pin_in("torch\n"));
+}
+
+TEST(TorchVersion, NearestPinFromTheFileUpwards) {
+  test_support::TempDir dir;
+  dir.write("proj/pyproject.toml", "[project]\ndependencies = [\"torch>=2.1\"]\n");
+  dir.write("proj/pkg/model.py", "x = 1\n");
+  dir.write("proj/sub/requirements-dev.txt", "torch==2.5.1\n");
+  dir.write("proj/sub/deep/model.py", "x = 1\n");
+  dir.write("other/model.py", "x = 1\n");
+  driver::TorchVersionFinder finder;
+  EXPECT_EQ(finder.for_file((dir.path() / "proj/pkg/model.py").string()), "2.1");
+  EXPECT_EQ(finder.for_file((dir.path() / "proj/sub/deep/model.py").string()), "2.5");
+  EXPECT_EQ(finder.for_file((dir.path() / "proj/pkg/model.py").string()), "2.1");  // cached
+}
+
+}  // namespace
+}  // namespace mlsem
