@@ -24,6 +24,12 @@ struct Concept {
   std::string summary;
   std::vector<std::string> kernels;     // kernels/ names that teach it
   std::vector<std::string> reading;     // titles or URLs
+  // Curriculum (`mlsem learn`, docs/learning.md); all optional in the data.
+  std::string explanation;              // the lesson text; the summary when empty
+  std::string checkpoint;               // what a learner can do afterwards
+  int minutes = 0;                      // estimated study time (0: not given)
+  std::string stage;                    // "beginner" | "intermediate" | "advanced" | "" (derived)
+  std::vector<std::string> lessons;     // "kernels/<name>" or "samples/<path>" to study
   std::string file;                     // where it was defined
   uint32_t line = 0;
 };
@@ -44,6 +50,7 @@ struct Rule {
   std::string fix;
   std::optional<std::string> kernel;  // "kernels/attention_fwd"
   std::vector<std::string> supersedes;  // rule ids whose overlapping findings this one replaces
+  std::string level;      // optimization level of the fix: "library" | "torch-compile" | "triton" | "cuda" | ""
   RuleDocs docs;
   std::string file;
   uint32_t line = 0;

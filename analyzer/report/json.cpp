@@ -34,6 +34,7 @@ json finding_json(const Finding& f) {
           {"confidence", f.confidence},
           {"evidence", evidence},
           {"fix", f.fix},
+          {"level", f.level.empty() ? json(nullptr) : json(f.level)},
           {"kernel", f.kernel ? json(*f.kernel) : json(nullptr)},
           {"measured", f.measured.empty() ? json(nullptr) : json(f.measured)}};
 }

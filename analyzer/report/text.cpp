@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "learn/levels.h"
 #include "report/report.h"
 
 namespace mlsem::report {
@@ -89,7 +90,11 @@ void finding_text(const Finding& finding, const SourceTexts& sources, const Styl
     if (item.present && item.range.valid()) out += " (line " + std::to_string(item.range.begin.line) + ")";
     out += "\n";
   }
-  if (!finding.fix.empty()) out += indent + style.bold("fix:") + " " + finding.fix + "\n";
+  if (!finding.fix.empty()) {
+    std::string label = "fix";  // with the optimization level the fix belongs to, when the rule names one
+    if (!finding.level.empty()) label += " (" + std::string(learn::level_title(finding.level)) + ")";
+    out += indent + style.bold(label + ":") + " " + finding.fix + "\n";
+  }
   if (finding.kernel) {
     out += indent + style.bold("kernel:") + " " + *finding.kernel;
     if (!finding.measured.empty()) out += " (" + finding.measured + ")";
