@@ -26,6 +26,7 @@
 #include "engine/engine.h"
 #include "ir/print.h"
 #include "kernels/catalog.h"
+#include "learn/command.h"
 #include "report/report.h"
 
 namespace fs = std::filesystem;
@@ -55,7 +56,8 @@ commands:
   analyze PATH...     report performance findings in files and directories
   rules               list the rules
   explain RULE        a rule's documentation (id or name)
-  concepts            list the concepts rules are filed under
+  concepts [ID]       the concept hierarchy, or one concept with its lessons
+  learn PATH...       a learning path from the findings in PATH, prerequisites first
   ir FILE             print the semantic IR of one file
   kernels             list, show or benchmark the reference kernels
   help [COMMAND]      this help, or a command's
@@ -101,10 +103,6 @@ Lists every rule: id, name, concept, severity, status (stable or preview), summa
 Prints a rule's documentation: summary, why it is slow, an example, the example fixed,
 the fix, its concept with the concepts above it, and its reference kernel.
 RULE is an id (ATT001) or a name (hand-written-attention).
-)"},
-    {"concepts", R"(usage: mlsem concepts [--data DIR]
-
-Lists the concepts (id, name, parents) that rules are filed under.
 )"},
     {"ir", R"(usage: mlsem ir FILE [--cuda-path DIR] [-p BUILD_DIR]
 
@@ -180,6 +178,10 @@ CommandLine parse(const std::string& command, const std::vector<std::string>& ar
 
 void print_help(const std::string& command) {
   auto it = kHelp.find(command);
+  if (std::string text = learn::help(command); it == kHelp.end() && !text.empty()) {  // learn, concepts
+    std::cout << text;
+    return;
+  }
   if (it == kHelp.end()) throw UsageError("", "unknown command '" + command + "'");
   std::cout << it->second;
 }
@@ -354,14 +356,6 @@ int explain(const std::vector<std::string>& args, const char* argv0) {
   return kClean;
 }
 
-int concepts(const std::vector<std::string>& args, const char* argv0) {
-  CommandLine line = parse("concepts", args, {{}, {"--data"}, {}});
-  if (line.flags.contains("--help")) return print_help("concepts"), kClean;
-  if (!line.positional.empty()) throw UsageError("concepts", "unexpected argument '" + line.positional[0] + "'");
-  std::cout << report::concepts_list(load_engine(data_dir(line, argv0)).concepts());
-  return kClean;
-}
-
 int ir_dump(const std::vector<std::string>& args) {
   CommandLine line = parse("ir", args, {{{"-p", "--compile-commands"}}, {"--cuda-path", "--compile-commands", "--data"}, {}});
   if (line.flags.contains("--help")) return print_help("ir"), kClean;
@@ -472,7 +466,8 @@ int run(const std::vector<std::string>& all_args, const char* argv0) {
   if (command == "analyze") return analyze(args, argv0);
   if (command == "rules") return rules(args, argv0);
   if (command == "explain") return explain(args, argv0);
-  if (command == "concepts") return concepts(args, argv0);
+  if (command == "concepts") return learn::concepts_main(args, argv0);
+  if (command == "learn") return learn::learn_main(args, argv0);
   if (command == "ir") return ir_dump(args);
   if (command == "kernels") return kernels_command(args, argv0);
   throw UsageError("", "unknown command '" + command + "'");
