@@ -123,12 +123,14 @@ std::vector<std::string> Curriculum::order(const std::set<std::string>& ids) con
 
 std::vector<std::string> Curriculum::fundamentals() const {
   std::vector<std::string> out;
-  for (const Concept& c : *concepts_)
+  for (const Concept& c : *concepts_) {
+    if (stage(c.id) == 2) continue;  // advanced topics that merely cite a lesson (autotuning, grouped GEMM)
     for (const auto& lesson : c.lessons)
       if (lesson.rfind("kernels/lesson_", 0) == 0) {
         out.push_back(c.id);
         break;
       }
+  }
   return out;
 }
 

@@ -53,7 +53,8 @@ class Curriculum {
   // data order. Prerequisites outside `ids` are ignored.
   std::vector<std::string> order(const std::set<std::string>& ids) const;
 
-  // The concepts the kernels/lesson_* kernels teach: the fundamentals path's targets.
+  // The concepts, short of the advanced stage, that name a kernels/lesson_* kernel among
+  // their lessons: the fundamentals path's targets.
   std::vector<std::string> fundamentals() const;
 
  private:

@@ -64,6 +64,15 @@ std::string finding_ref(const Finding& f) {
   return text;
 }
 
+// A step shows its first findings; the rest are counted (`mlsem analyze` and the JSON path list them all).
+constexpr size_t kShownFindings = 5;
+
+std::string more_findings(const Step& step, size_t shown, const std::string& prefix) {
+  if (step.findings.size() <= shown) return "";
+  return prefix + "... and " + std::to_string(step.findings.size() - shown) +
+         " more (`mlsem analyze` lists them all)\n";
+}
+
 std::string levels_text(const Step& step) {
   std::vector<std::string> titles;
   for (const auto& l : step.levels) titles.emplace_back(level_title(l));
@@ -124,11 +133,13 @@ std::string path_text(const LearningPath& path) {
     out += "\n" + wrap(s.explanation, "   ");
     if (!s.findings.empty()) {
       out += "   why it matters here:\n";
-      for (const Finding& f : s.findings) {
+      for (size_t i = 0; i < s.findings.size() && i < kShownFindings; ++i) {
+        const Finding& f = s.findings[i];
         out += "     " + finding_ref(f) + "\n";
         if (!f.fix.empty())
           out += "       fix" + (f.level.empty() ? "" : " (" + std::string(level_title(f.level)) + ")") + ": " + f.fix + "\n";
       }
+      out += more_findings(s, kShownFindings, "     ");
     } else if (!s.needed_by.empty()) {
       out += "   needed for: " + join(s.needed_by, ", ") + "\n";
     }
@@ -177,10 +188,12 @@ std::string path_markdown(const LearningPath& path) {
       out += "**Why it matters here**";
       if (!s.levels.empty()) out += " (fix level: " + levels_text(s) + ")";
       out += ":\n\n";
-      for (const Finding& f : s.findings) {
+      for (size_t i = 0; i < s.findings.size() && i < 2 * kShownFindings; ++i) {
+        const Finding& f = s.findings[i];
         out += "- `" + f.path + ":" + std::to_string(f.range.begin.line) + "` " + f.rule + ": " + f.message + "\n";
         if (!f.fix.empty()) out += "  - fix: `" + f.fix + "`\n";
       }
+      out += more_findings(s, 2 * kShownFindings, "- ");
       out += "\n";
     }
     if (!s.kernels.empty()) {

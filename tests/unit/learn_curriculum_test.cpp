@@ -157,6 +157,8 @@ TEST_F(RealCurriculum, FundamentalsAreTheLessonKernelsConcepts) {
   EXPECT_NE(std::find(targets.begin(), targets.end(), "memory-coalescing"), targets.end());
   EXPECT_NE(std::find(targets.begin(), targets.end(), "tiled-matmul"), targets.end());
   EXPECT_EQ(std::find(targets.begin(), targets.end(), "flash-attention"), targets.end());
+  // Advanced concepts that cite a lesson kernel are not fundamentals.
+  EXPECT_EQ(std::find(targets.begin(), targets.end(), "grouped-gemm"), targets.end());
   Report empty;
   kernels::Catalog catalog;
   LearningPath path = build_path(empty, curriculum, catalog, true);
