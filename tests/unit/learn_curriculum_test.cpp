@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "learn/curriculum.h"
 #include "learn/levels.h"
 #include "learn/path.h"
+#include "learn/render.h"
 #include "temp_dir.h"
 
 namespace mlsem::learn {
@@ -206,6 +208,40 @@ TEST_F(RealCurriculum, PathFromFindingsCarriesWhyAndLevels) {
   EXPECT_EQ(step.levels, std::vector<std::string>{"cuda"});
   EXPECT_FALSE(step.kernels.empty());
   EXPECT_TRUE(path.steps[position.at("softmax")].findings.empty());
+}
+
+// A step prints its first findings and counts the rest; every format says when there are none.
+TEST_F(RealCurriculum, RenderingCapsLongFindingListsAndHandlesNone) {
+  Curriculum curriculum(concepts());
+  kernels::Catalog catalog;
+  Report report;
+  report.files_analyzed = 3;
+  for (uint32_t line = 1; line <= 7; ++line) {
+    Finding f;
+    f.rule = "NRM001";
+    f.concept_id = "layer-norm";
+    f.level = "library";
+    f.path = "m.py";
+    f.message = "layer norm by hand";
+    f.fix = "F.layer_norm(x)";
+    f.range.begin = {line, 1};
+    report.findings.push_back(f);
+  }
+  LearningPath path = build_path(report, curriculum, catalog);
+  std::string text = path_text(path);
+  EXPECT_NE(text.find("m.py:5:1: NRM001 layer norm by hand"), std::string::npos) << text;
+  EXPECT_EQ(text.find("m.py:6:1:"), std::string::npos);
+  EXPECT_NE(text.find("... and 2 more"), std::string::npos);
+  EXPECT_NE(text.find("fix (library call): F.layer_norm(x)"), std::string::npos);
+  EXPECT_NE(text.find("Learning path for 7 findings in 3 files"), std::string::npos);
+  EXPECT_NE(path_markdown(path).find("`m.py:7` NRM001"), std::string::npos) << "Markdown shows up to ten";
+
+  Report none;
+  none.files_analyzed = 2;
+  LearningPath empty = build_path(none, curriculum, catalog);
+  EXPECT_NE(path_text(empty).find("No findings in 2 files"), std::string::npos);
+  EXPECT_NE(path_markdown(empty).find("mlsem learn --fundamentals"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(path_json(empty))["steps"].size(), 0u);
 }
 
 // Ladders come from the results' variants at the measurement findings quote; a
