@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs what mlsem needs on Debian 12 (run as root): compilers and libraries from
-# Debian's packages, the tree-sitter C sources from the npm registry. Idempotent.
+# Installs what mlsem needs on Debian 12 (run as root): compilers, libraries and
+# python3-jsonschema (for the tests) from Debian's packages; the tree-sitter C sources
+# and the SARIF Multitool (for the tests) from the npm registry. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
+      python3-jsonschema
       clang-22 libclang-cpp22-dev libclang-22-dev llvm-22-dev
       graphviz)  # graphviz: `mlsem learn -o path.svg` and its test
 missing=()
@@ -23,7 +25,7 @@ fi
 
 # node_modules/.mlsem-lock records the lock file it was installed from.
 if ! cmp -s package-lock.json node_modules/.mlsem-lock 2>/dev/null; then
-  echo "setup: npm ci (tree-sitter, tree-sitter-python)"
+  echo "setup: npm ci (tree-sitter, tree-sitter-python; SARIF Multitool and LSP client for the tests)"
   npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
   cp package-lock.json node_modules/.mlsem-lock
 fi

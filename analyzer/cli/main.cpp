@@ -27,307 +27,15 @@
 #include "ir/print.h"
 #include "kernels/catalog.h"
 #include "learn/command.h"
+#include "lsp/lsp.h"
 #include "report/report.h"
+#include "cli/cli.h"
 
 namespace fs = std::filesystem;
 using namespace mlsem;
 
+namespace mlsem::cli {
 namespace {
-
-constexpr int kClean = 0, kFound = 1, kFailed = 2;
-
-// A mistake in the command line: printed with a pointer to the help, exit 2.
-struct UsageError : std::runtime_error {
-  std::string command;
-  UsageError(std::string cmd, const std::string& message) : std::runtime_error(message), command(std::move(cmd)) {}
-};
-
-// Exit 2 after the reason was printed (data load failures, unwritable output).
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-const std::map<std::string, std::string, std::less<>> kHelp = {
-    {"", R"(mlsem: performance analysis of ML source code (Python, CUDA)
-
-usage: mlsem [--data DIR] COMMAND [ARGS]
-
-commands:
-  analyze PATH...     report performance findings in files and directories
-  rules               list the rules
-  explain RULE        a rule's documentation (id or name)
-  concepts [ID]       the concept hierarchy, or one concept with its lessons
-  learn PATH...       a learning path from the findings in PATH, prerequisites first
-  ir FILE             print the semantic IR of one file
-  kernels             list, show or benchmark the reference kernels
-  help [COMMAND]      this help, or a command's
-
-options:
-  --data DIR          concepts/, patterns/, rules/ and kernels/ from DIR
-                      (default: $MLSEM_DATA, the install's share/mlsem, the source tree)
-  --version           print the version
-  -h, --help          help
-
-exit codes: 0 nothing found, 1 findings or file errors, 2 usage or internal errors
-)"},
-    {"analyze", R"(usage: mlsem analyze PATH... [options]
-
-Analyzes .py files (and .cu/.cuh when CUDA support is built) in the named files and
-directories. Directories are walked recursively, skipping VCS directories, virtual
-environments, build*/, node_modules, caches and site-packages.
-
-options:
-  -j, --jobs N            analyze N files at once (default 0: all cores)
-  --format FORMAT         text (default), json or sarif
-  --min-confidence X      drop findings below confidence X, 0..1 (default 0.5)
-  --select IDS            report only these rules (comma-separated ids, names or id prefixes)
-  --ignore IDS            do not report these rules
-  --preview               also run preview rules (off by default; --select can name one)
-  -o, --output FILE       write the report to FILE instead of stdout
-  --color WHEN            auto (default: when stdout is a terminal and NO_COLOR is unset),
-                          always or never
-  --cuda-path DIR         CUDA toolkit root for .cu files ("none": no toolkit headers)
-  -p, --compile-commands BUILD_DIR
-                          directory holding compile_commands.json for .cu files
-  --data DIR              data directory (see `mlsem help`)
-
-exit codes: 0 no findings and no file errors, 1 findings or file errors, 2 usage or
-internal errors
-)"},
-    {"rules", R"(usage: mlsem rules [--format text|json] [--data DIR]
-
-Lists every rule: id, name, concept, severity, status (stable or preview), summary.
-)"},
-    {"explain", R"(usage: mlsem explain RULE [--data DIR]
-
-Prints a rule's documentation: summary, why it is slow, an example, the example fixed,
-the fix, its concept with the concepts above it, and its reference kernel.
-RULE is an id (ATT001) or a name (hand-written-attention).
-)"},
-    {"ir", R"(usage: mlsem ir FILE [--cuda-path DIR] [-p BUILD_DIR]
-
-Prints the semantic IR the patterns are matched against (docs/IR.md), for one .py
-(or .cu/.cuh) file. Syntax errors are printed to stderr; the recovered IR is printed.
-)"},
-    {"kernels", R"(usage: mlsem kernels list
-       mlsem kernels show NAME
-       mlsem kernels bench NAME [--out FILE]
-
-The reference kernels findings point to (kernels/NAME): list them with their measured
-speedups, show one's lesson (README), or benchmark one on this machine's GPU with
-kernels/bench/bench.py, writing its measurements to FILE (default:
-kernels/results/<device>.json, where measured speedups are read from).
-)"},
-    {"help", R"(usage: mlsem help [COMMAND]
-)"},
-};
-
-// The command line of one command: options (with or without a value) and the
-// positional arguments. `--name=value`, `--name value` and `-jN` are all accepted.
-struct CommandLine {
-  std::map<std::string, std::string> values;
-  std::set<std::string> flags;
-  std::vector<std::string> positional;
-
-  std::optional<std::string> value(const std::string& name) const {
-    auto it = values.find(name);
-    return it == values.end() ? std::nullopt : std::optional(it->second);
-  }
-};
-
-struct OptionSpec {
-  std::map<std::string, std::string> aliases;  // "-j" -> "--jobs"
-  std::set<std::string> with_value;            // canonical names taking a value
-  std::set<std::string> flags;
-};
-
-CommandLine parse(const std::string& command, const std::vector<std::string>& args, const OptionSpec& spec) {
-  CommandLine line;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "--") {
-      line.positional.insert(line.positional.end(), args.begin() + i + 1, args.end());
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') {
-      line.positional.push_back(arg);
-      continue;
-    }
-    std::optional<std::string> inline_value;
-    if (size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
-      inline_value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (!arg.starts_with("--") && arg.size() > 2) {  // -j4
-      inline_value = arg.substr(2);
-      arg = arg.substr(0, 2);
-    }
-    if (arg == "-h") arg = "--help";
-    if (auto alias = spec.aliases.find(arg); alias != spec.aliases.end()) arg = alias->second;
-    if (arg == "--help" || spec.flags.contains(arg)) {
-      if (inline_value) throw UsageError(command, "option " + arg + " takes no value");
-      line.flags.insert(arg);
-    } else if (spec.with_value.contains(arg)) {
-      if (!inline_value && i + 1 == args.size()) throw UsageError(command, "option " + arg + " needs a value");
-      line.values[arg] = inline_value ? *inline_value : args[++i];
-    } else {
-      throw UsageError(command, "unknown option '" + args[i] + "'");
-    }
-  }
-  return line;
-}
-
-void print_help(const std::string& command) {
-  auto it = kHelp.find(command);
-  if (std::string text = learn::help(command); it == kHelp.end() && !text.empty()) {  // learn, concepts
-    std::cout << text;
-    return;
-  }
-  if (it == kHelp.end()) throw UsageError("", "unknown command '" + command + "'");
-  std::cout << it->second;
-}
-
-fs::path data_dir(const CommandLine& line, const char* argv0) {
-  if (auto dir = line.value("--data")) return *dir;
-  return find_data_dir(argv0);
-}
-
-Engine load_engine(const fs::path& dir) {
-  std::vector<FileError> errors;
-  std::optional<Engine> engine = Engine::load(dir, errors);
-  for (const FileError& e : errors)
-    std::cerr << e.path << (e.line ? ":" + std::to_string(e.line) : "") << ": " << e.message << "\n";
-  if (!engine) throw Failure("cannot load the rules from " + dir.string());
-  return std::move(*engine);
-}
-
-kernels::Catalog load_catalog(const fs::path& dir, std::vector<FileError>& errors) {
-  return kernels::Catalog::load(dir / "kernels", errors);
-}
-
-void print_file_errors(const std::vector<FileError>& errors) {
-  for (const FileError& e : errors) {
-    std::cerr << e.path;
-    if (e.line) std::cerr << ":" << e.line << ":" << e.column;
-    std::cerr << ": " << e.message << "\n";
-  }
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = std::min(text.find(',', start), text.size());
-    if (end > start) items.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return items;
-}
-
-// Rule ids named by --select/--ignore: an id, a name, or an id prefix ("ATT").
-std::set<std::string> rules_named(const std::string& option, const std::string& list, const Engine& engine) {
-  std::set<std::string> ids;
-  for (const std::string& item : split_commas(list)) {
-    if (const Rule* rule = engine.rule(item)) {
-      ids.insert(rule->id);
-      continue;
-    }
-    size_t before = ids.size();
-    for (const Rule& rule : engine.rules())
-      if (rule.id.starts_with(item)) ids.insert(rule.id);
-    if (ids.size() == before) throw UsageError("analyze", option + ": no rule '" + item + "' (see `mlsem rules`)");
-  }
-  return ids;
-}
-
-unsigned parse_jobs(const std::string& text) {
-  unsigned jobs = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), jobs);
-  if (ec != std::errc() || end != text.data() + text.size() || jobs > 1024)
-    throw UsageError("analyze", "-j: expected a number of jobs (0 = all cores), got '" + text + "'");
-  return jobs;
-}
-
-double parse_confidence(const std::string& text) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(value >= 0.0 && value <= 1.0))
-    throw UsageError("analyze", "--min-confidence: expected a number from 0 to 1, got '" + text + "'");
-  return value;
-}
-
-std::string choice(const CommandLine& line, const std::string& command, const std::string& option,
-                   const std::set<std::string>& allowed, const std::string& fallback) {
-  std::string value = line.value(option).value_or(fallback);
-  if (!allowed.contains(value)) {
-    std::string list;
-    for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw UsageError(command, option + ": expected one of " + list + ", got '" + value + "'");
-  }
-  return value;
-}
-
-void write_output(const std::string& text, const std::optional<std::string>& file) {
-  if (!file) {
-    std::cout << text << std::flush;
-    return;
-  }
-  std::ofstream out(*file, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw Failure("cannot write " + *file);
-}
-
-int analyze(const std::vector<std::string>& args, const char* argv0) {
-  CommandLine line = parse("analyze", args,
-                           {{{"-j", "--jobs"}, {"-o", "--output"}, {"-p", "--compile-commands"}},
-                            {"--jobs", "--output", "--compile-commands", "--format", "--min-confidence",
-                             "--select", "--ignore", "--color", "--cuda-path", "--data"},
-                            {"--preview"}});
-  if (line.flags.contains("--help")) return print_help("analyze"), kClean;
-  if (line.positional.empty()) throw UsageError("analyze", "no paths given");
-  std::string format = choice(line, "analyze", "--format", {"text", "json", "sarif"}, "text");
-  std::string color = choice(line, "analyze", "--color", {"auto", "always", "never"}, "auto");
-  DriverOptions options;
-  options.jobs = parse_jobs(line.value("--jobs").value_or("0"));
-  options.min_confidence = line.value("--min-confidence") ? parse_confidence(*line.value("--min-confidence")) : kDefaultMinConfidence;
-  options.cuda.cuda_path = line.value("--cuda-path").value_or("");
-  options.cuda.compile_commands_dir = line.value("--compile-commands").value_or("");
-
-  fs::path data = data_dir(line, argv0);
-  Engine engine = load_engine(data);
-  // Preview rules run only when asked for, by --preview or by name in --select.
-  std::set<std::string> selected;
-  for (const Rule& rule : engine.rules())
-    if (rule.status == "stable" || line.flags.contains("--preview")) selected.insert(rule.id);
-  if (auto select = line.value("--select")) selected = rules_named("--select", *select, engine);
-  if (auto ignore = line.value("--ignore"))
-    for (const std::string& id : rules_named("--ignore", *ignore, engine)) selected.erase(id);
-  options.only_rules = selected;
-
-  // A catalog that fails to load only costs the measured speedups; `mlsem kernels` reports why.
-  std::vector<FileError> catalog_errors;
-  kernels::Catalog catalog = load_catalog(data, catalog_errors);
-  options.catalog = &catalog;
-
-  SourceTexts sources;
-  Report report = analyze_paths(line.positional, engine, options, format == "text" ? &sources : nullptr);
-  std::optional<std::string> output = line.value("--output");
-  std::string text;
-  if (format == "json") {
-    text = report::to_json(report);
-  } else if (format == "sarif") {
-    std::vector<Rule> rules;
-    for (const Rule& rule : engine.rules())
-      if (selected.contains(rule.id)) rules.push_back(rule);
-    text = report::to_sarif(report, rules);
-  } else {
-    const char* no_color = std::getenv("NO_COLOR");
-    bool terminal = !output && isatty(STDOUT_FILENO) && !(no_color && *no_color);
-    text = report::to_text(report, sources, {color == "always" || (color == "auto" && terminal)});
-  }
-  write_output(text, output);
-  return report.findings.empty() && report.errors.empty() ? kClean : kFound;
-}
 
 int rules(const std::vector<std::string>& args, const char* argv0) {
   CommandLine line = parse("rules", args, {{}, {"--format", "--data"}, {}});
@@ -466,16 +174,19 @@ int run(const std::vector<std::string>& all_args, const char* argv0) {
   if (command == "analyze") return analyze(args, argv0);
   if (command == "rules") return rules(args, argv0);
   if (command == "explain") return explain(args, argv0);
-  if (command == "concepts") return learn::concepts_main(args, argv0);
+  if (command == "concepts") return learn::concepts_main(args, argv0);  // analyzer/learn/
   if (command == "learn") return learn::learn_main(args, argv0);
   if (command == "ir") return ir_dump(args);
   if (command == "kernels") return kernels_command(args, argv0);
+  if (command == "lsp") return lsp::run_command(args, argv0);
   throw UsageError("", "unknown command '" + command + "'");
 }
 
 }  // namespace
+}  // namespace mlsem::cli
 
 int main(int argc, char** argv) {
+  using namespace mlsem::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return run(args, argv[0]);

@@ -33,6 +33,10 @@ struct Finding {
   std::optional<std::string> kernel;  // a kernels/ path, e.g. "kernels/attention_fwd"
   std::string level;      // the rule's optimization level ("library", "torch-compile", "triton", "cuda") or ""
   std::string measured;   // "fused: 3.1x faster than the eager form on NVIDIA H100 at ..." or ""
+  // Stable identity for baselines and SARIF partialFingerprints: a hash of the rule, the
+  // function and the matched source text without whitespace and comments (not its
+  // line), with ":N" for the Nth identical match in the file. Set by the driver.
+  std::string fingerprint;
 };
 
 // A file that could not be (fully) analyzed: unreadable, binary, syntax error, ...

@@ -3,10 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <iostream>
+#include <iterator>
 #include <thread>
 #include <tuple>
 
+#include "config/config.h"
+#include "driver/cache.h"
 #include "driver/files.h"
+#include "driver/notebook.h"
+#include "driver/suppress.h"
 #include "kernels/catalog.h"
 #include "python/frontend.h"
 
@@ -19,6 +25,36 @@ struct FileResult {
   bool analyzed = false;
 };
 
+// The settings one file is analyzed with: from its configuration file, else the options.
+struct Effective {
+  const std::set<std::string>* only_rules = nullptr;
+  double min_confidence = 0.0;
+  const std::map<std::string, std::string>* severity = nullptr;
+  std::string torch_version;
+  std::string key;
+};
+
+Effective effective_settings(const std::string& path, const DriverOptions& options) {
+  Effective e;
+  if (options.config) {
+    const config::FileSettings& s = options.config->settings_for(path);
+    e = {&s.rules, s.min_confidence, &s.severity, s.torch_version, s.key};
+  } else {
+    e.only_rules = options.only_rules ? &*options.only_rules : nullptr;
+    e.min_confidence = options.min_confidence;
+    e.severity = &options.severity;
+    e.torch_version = options.torch_version;
+    e.key = "rules=";
+    if (e.only_rules)
+      for (const std::string& id : *e.only_rules) e.key += id + ",";
+    else
+      e.key += "*";
+    e.key += ";min=" + std::to_string(e.min_confidence) + ";torch=" + e.torch_version + ";severity=";
+    for (const auto& [rule, level] : options.severity) e.key += rule + ":" + level + ",";
+  }
+  e.key += options.report_unused_suppressions ? ";unused" : "";
+  return e;
+}
 
 // The catalog's one-line measurement of a finding's kernel ("kernels/attention_fwd"),
 // "" when it has none: a finding shows only numbers that were measured.
@@ -28,26 +64,97 @@ std::string measurement(const std::string& kernel, const kernels::Catalog& catal
   return summary.starts_with("no measurement") ? "" : summary;
 }
 
-// Frontend, then engine, for a text that passed driver::check_text. Never throws: an
-// unexpected failure in either becomes an error entry for this file and the run goes on.
-void analyze_text(const SourceFile& file, const Engine& engine,
-                  const DriverOptions& options, FileResult& result) {
+// The matched text without whitespace and comments: reformatting, comments and
+// moving the code leave it unchanged.
+std::string normalized_text(const SourceFile& file, const Range& range) {
+  bool cuda = driver::language_of(file.path) == "cuda";
+  std::string out;
+  for (uint32_t line = range.begin.line; line <= range.end.line && line != 0; ++line) {
+    std::string_view text = file.line(line);
+    size_t from = line == range.begin.line && range.begin.column ? range.begin.column - 1 : 0;
+    size_t to = line == range.end.line && range.end.column ? std::min<size_t>(range.end.column - 1, text.size()) : text.size();
+    for (size_t i = std::min(from, text.size()); i < to; ++i) {
+      char c = text[i];
+      if ((!cuda && c == '#') || (cuda && c == '/' && i + 1 < to && text[i + 1] == '/')) break;
+      if (c != ' ' && c != '\t' && c != '\r') out += c;
+    }
+  }
+  return out;
+}
+
+void set_fingerprints(std::vector<Finding>& findings, const SourceFile& file) {
+  std::map<std::string, size_t> seen;
+  for (Finding& f : findings) {
+    std::string hash = driver::content_hash(f.rule + '\0' + f.function + '\0' + normalized_text(file, f.range)).substr(0, 16);
+    f.fingerprint = hash + ":" + std::to_string(++seen[hash]);
+  }
+}
+
+// Frontend, then engine, then the file's settings and suppressions, for a text that
+// passed driver::check_text. Never throws: an unexpected failure becomes an error entry.
+void analyze_text(const SourceFile& file, const Engine& engine, const DriverOptions& options,
+                  const Effective& settings, FileResult& result) {
   try {
-    ir::Module module = build_module(file, options);
+    DriverOptions file_options = options;
+    file_options.torch_version = settings.torch_version;
+    ir::Module module = build_module(file, file_options);
     for (const Diagnostic& diagnostic : module.diagnostics)
       result.errors.push_back({diagnostic.path.empty() ? file.path : diagnostic.path,
                                diagnostic.message, diagnostic.range.begin.line,
                                diagnostic.range.begin.column});
-    const std::set<std::string>* only_rules = options.only_rules ? &*options.only_rules : nullptr;
-    for (Finding& finding : engine.analyze(module, only_rules)) {
-      if (finding.confidence < options.min_confidence) continue;
-      if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, *options.catalog);
-      result.findings.push_back(std::move(finding));
-    }
+    // Suppressions are applied here, where unused ones can be told apart.
+    std::map<uint32_t, std::vector<std::string>> directives = std::move(module.suppressions);
+    module.suppressions.clear();
+    std::vector<Finding> findings = engine.analyze(module, settings.only_rules);
+    for (Finding& finding : findings)
+      if (auto it = settings.severity->find(finding.rule); it != settings.severity->end()) finding.severity = it->second;
+    driver::apply_suppressions(findings, file, directives, engine, options.report_unused_suppressions);
+    for (Finding& finding : findings)
+      if (finding.confidence >= settings.min_confidence) result.findings.push_back(std::move(finding));
+    std::stable_sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
+      return std::tie(a.range.begin.line, a.range.begin.column, a.rule) <
+             std::tie(b.range.begin.line, b.range.begin.column, b.rule);
+    });
     result.analyzed = true;
   } catch (const std::exception& e) {
     result.errors.push_back({file.path, std::string("internal error, file not analyzed: ") + e.what()});
   }
+}
+
+// One read file: notebook conversion, the cache, analysis, fingerprints, measurements.
+// `program` receives the text the findings' ranges refer to.
+void analyze_file(const SourceFile& read, const Engine& engine, const DriverOptions& options,
+                  FileResult& result, SourceFile& program, NotebookIndex* notebook) {
+  program = read;
+  if (driver::is_notebook(read.path)) {
+    NotebookIndex index;
+    if (auto error = driver::notebook_program(read, program, index)) {
+      result.errors.push_back(std::move(*error));
+      return;
+    }
+    if (notebook) *notebook = std::move(index);
+  }
+  Effective settings = effective_settings(read.path, options);
+  std::optional<driver::Cache> cache;
+  std::string key;
+  if (!options.cache_dir.empty()) {
+    cache.emplace(options.cache_dir);
+    key = driver::content_hash(std::string(version()) + '\0' + options.cache_salt + '\0' + settings.key + '\0' +
+                               read.path + '\0' + program.text);
+    if (auto hit = cache->load(key)) {
+      result.findings = std::move(hit->findings);
+      result.errors = std::move(hit->errors);
+      result.analyzed = hit->analyzed;
+    } else {
+      analyze_text(program, engine, options, settings, result);
+      cache->store(key, {result.findings, result.errors, result.analyzed});
+    }
+  } else {
+    analyze_text(program, engine, options, settings, result);
+  }
+  set_fingerprints(result.findings, program);
+  for (Finding& finding : result.findings)
+    if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, *options.catalog);
 }
 
 // Runs fn(0..count-1) on `jobs` threads (0 = all cores) pulling indexes from one counter.
@@ -81,6 +188,12 @@ void merge(FileResult& result, Report& report) {
   std::move(result.errors.begin(), result.errors.end(), std::back_inserter(report.errors));
 }
 
+void keep_source(FileResult& result, SourceFile& program, NotebookIndex& notebook, Sources* sources) {
+  if (!sources || result.findings.empty()) return;
+  if (!notebook.cell.empty()) sources->notebooks[program.path] = std::move(notebook);
+  sources->texts[program.path] = std::move(program);
+}
+
 }  // namespace
 
 Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine,
@@ -89,37 +202,62 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
 }
 
 Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine,
-                     const DriverOptions& options, SourceTexts* sources) {
+                     const DriverOptions& options, Sources* sources, const std::string& stdin_name) {
   Report report;
-  std::vector<std::string> files = driver::collect_files(paths, report.errors);
+  bool read_stdin = std::find(paths.begin(), paths.end(), "-") != paths.end();
+  std::vector<std::string> named;
+  std::copy_if(paths.begin(), paths.end(), std::back_inserter(named), [](const std::string& p) { return p != "-"; });
+  driver::Exclusion exclusion;
+  if (options.config)
+    exclusion = [&options](const std::filesystem::path& path, bool is_directory) {
+      return options.config->excluded(path, is_directory);
+    };
+  std::vector<std::string> files = driver::collect_files(named, report.errors, exclusion);
+  std::string shown_stdin = stdin_name.empty() ? "-" : stdin_name;
+  if (options.config) {
+    std::vector<std::string> all = files;
+    if (read_stdin) all.push_back(shown_stdin);
+    if (!options.config->prepare(all)) return report;  // the caller reports why
+  }
+  if (read_stdin) {
+    SourceFile file{shown_stdin, std::string(std::istreambuf_iterator<char>(std::cin), {})};
+    Report one = analyze_source(file, engine, options, sources);
+    std::move(one.findings.begin(), one.findings.end(), std::back_inserter(report.findings));
+    std::move(one.errors.begin(), one.errors.end(), std::back_inserter(report.errors));
+    report.files_analyzed += one.files_analyzed;
+  }
   std::vector<FileResult> results(files.size());
-  std::vector<SourceFile> texts(sources ? files.size() : 0);
+  std::vector<SourceFile> texts(files.size());
+  std::vector<NotebookIndex> notebooks(files.size());
   parallel_for(files.size(), options.jobs, [&](size_t i) {
     SourceFile file;
     if (auto error = read_source_file(files[i], options.max_file_bytes, file)) {
       results[i].errors.push_back(std::move(*error));
       return;
     }
-    analyze_text(file, engine, options, results[i]);
-    if (sources && !results[i].findings.empty()) texts[i] = std::move(file);
+    analyze_file(file, engine, options, results[i], texts[i], &notebooks[i]);
+    if (!sources || results[i].findings.empty()) texts[i] = {}, notebooks[i] = {};
   });
   for (size_t i = 0; i < files.size(); ++i) {
+    keep_source(results[i], texts[i], notebooks[i], sources);
     merge(results[i], report);
-    if (sources && !texts[i].path.empty()) sources->emplace(texts[i].path, std::move(texts[i]));
   }
   sort_report(report);
   return report;
 }
 
-Report analyze_source(const SourceFile& file, const Engine& engine, const DriverOptions& options) {
+Report analyze_source(const SourceFile& file, const Engine& engine, const DriverOptions& options, Sources* sources) {
   Report report;
   FileResult result;
+  SourceFile program;
+  NotebookIndex notebook;
   if (driver::language_of(file.path).empty() && (file.path.ends_with(".cu") || file.path.ends_with(".cuh")))
     result.errors.push_back({file.path, driver::kNoCuda});
   else if (auto error = driver::check_text(file, options.max_file_bytes))
     result.errors.push_back(std::move(*error));
   else
-    analyze_text(file, engine, options, result);
+    analyze_file(file, engine, options, result, program, &notebook);
+  keep_source(result, program, notebook, sources);
   merge(result, report);
   sort_report(report);
   return report;

@@ -23,29 +23,64 @@ class Catalog;
 // Findings below this confidence are hidden unless --min-confidence says otherwise.
 inline constexpr double kDefaultMinConfidence = 0.5;
 
+namespace config {
+class Resolver;
+}
+
 struct DriverOptions {
   unsigned jobs = 0;                  // 0 = all cores
   double min_confidence = 0.0;        // findings below are dropped
   size_t max_file_bytes = 4u << 20;   // larger files get an error entry
   cuda::CudaOptions cuda;
+  std::string torch_version;          // target PyTorch version ("2.4"); empty = detect/unknown
   std::optional<std::set<std::string>> only_rules;  // rule ids to report; nullopt = every rule
+  std::map<std::string, std::string> severity;      // rule id -> severity override
   const kernels::Catalog* catalog = nullptr;         // when set, fills Finding::measured
+  // Per-file settings from configuration files (select, ignore, per-file-ignores,
+  // min-confidence, severities, torch-version) and exclusions; null = the fields above.
+  config::Resolver* config = nullptr;
+  bool report_unused_suppressions = false;  // unused `mlsem: ignore` / `noqa` become SUP001 findings
+  std::string cache_dir;              // when set, per-file results are cached there (driver/cache.h)
+  std::string cache_salt;             // the loaded data's hash, part of every cache key
 };
 
 // The texts of the files that have findings, by path, for reports that quote source.
 using SourceTexts = std::map<std::string, SourceFile>;
+
+// A notebook's code cells, concatenated into the program that was analyzed: for each
+// program line (index line - 1), its cell (1-based, counting every cell as Jupyter
+// shows them) and its line within that cell.
+struct NotebookIndex {
+  std::vector<uint32_t> cell;
+  std::vector<uint32_t> line;
+};
+using Notebooks = std::map<std::string, NotebookIndex>;
+
+// What reports need besides the findings: the texts of files with findings and the
+// cell maps of notebooks.
+struct Sources {
+  SourceTexts texts;
+  Notebooks notebooks;
+};
+
+// The rule id of unused-suppression findings (--report-unused-suppressions).
+inline constexpr const char* kUnusedSuppression = "SUP001";
 
 // Directories are walked recursively for .py (.cu/.cuh when CUDA support is built),
 // skipping .git, virtual environments, build and node_modules directories.
 // A path that does not exist or cannot be read becomes an error entry; the run goes on.
 Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine,
                      const DriverOptions& options);
-// The same, also keeping the text of every file with a finding in `sources`.
+// The same, also keeping the text of every file with a finding (and notebooks' cell
+// maps) in `sources`. "-" reads stdin, shown as `stdin_name` ("-" when empty).
 Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine,
-                     const DriverOptions& options, SourceTexts* sources);
+                     const DriverOptions& options, Sources* sources,
+                     const std::string& stdin_name = "");
 
-// One in-memory file (used by tests and editors).
-Report analyze_source(const SourceFile& file, const Engine& engine, const DriverOptions& options);
+// One in-memory file (used by tests, editors and stdin). A path ending in .ipynb is
+// read as a notebook's JSON.
+Report analyze_source(const SourceFile& file, const Engine& engine, const DriverOptions& options,
+                      Sources* sources = nullptr);
 
 // The IR of one file from the frontend for its extension: CUDA for .cu/.cuh when
 // CUDA support is built, else Python.

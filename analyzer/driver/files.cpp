@@ -79,6 +79,7 @@ struct Collector {
   std::vector<std::string> files;
   std::vector<FileError>& errors;
   std::set<std::string> seen;  // canonical paths, so a file named twice is analyzed once
+  const Exclusion& excluded;
 
   void add(const fs::path& path, const std::string& shown) {
     std::error_code ec;
@@ -113,10 +114,12 @@ struct Collector {
       fs::file_status link_status = entry.symlink_status(ec);
       if (ec) continue;
       if (fs::is_directory(link_status)) {
-        if (!is_skipped_directory(entry.path().string(), name)) walk(entry.path(), child_shown);
+        if (!is_skipped_directory(entry.path().string(), name) && !(excluded && excluded(entry.path(), true)))
+          walk(entry.path(), child_shown);
         continue;
       }
       if (language_of(name).empty()) continue;
+      if (excluded && excluded(entry.path(), false)) continue;
       bool regular = fs::is_symlink(link_status) ? fs::is_regular_file(entry.status(ec))
                                                  : fs::is_regular_file(link_status);
       if (regular) add(entry.path(), child_shown.generic_string());
@@ -127,7 +130,7 @@ struct Collector {
 }  // namespace
 
 std::string_view language_of(std::string_view path) {
-  if (path.ends_with(".py")) return "python";
+  if (path.ends_with(".py") || path.ends_with(".ipynb")) return "python";
 #ifdef MLSEM_WITH_CUDA
   if (path.ends_with(".cu") || path.ends_with(".cuh")) return "cuda";
 #endif
@@ -143,8 +146,8 @@ bool is_skipped_directory(const std::string& dir_path, std::string_view name) {
 }
 
 std::vector<std::string> collect_files(const std::vector<std::string>& paths,
-                                      std::vector<FileError>& errors) {
-  Collector collector{{}, errors, {}};
+                                      std::vector<FileError>& errors, const Exclusion& excluded) {
+  Collector collector{{}, errors, {}, excluded};
   for (const std::string& named : paths) {
     std::error_code ec;
     fs::file_status status = fs::status(named, ec);  // a named symlink is followed
@@ -159,7 +162,7 @@ std::vector<std::string> collect_files(const std::vector<std::string>& paths,
     } else if (named.ends_with(".cu") || named.ends_with(".cuh")) {
       errors.push_back({named, kNoCuda});
     } else {
-      errors.push_back({named, "not a Python or CUDA source file (.py, .cu, .cuh), not analyzed"});
+      errors.push_back({named, "not a Python, notebook or CUDA source file (.py, .ipynb, .cu, .cuh), not analyzed"});
     }
   }
   return std::move(collector.files);

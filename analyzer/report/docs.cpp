@@ -74,6 +74,21 @@ std::vector<std::string> ancestors(const Concept& start, const Engine& engine) {
 
 }  // namespace
 
+std::vector<std::string> concept_ancestors(const std::string& concept_id, const Engine& engine) {
+  const Concept* c = engine.concept_by_id(concept_id);
+  return c ? ancestors(*c, engine) : std::vector<std::string>{};
+}
+
+std::map<std::string, std::vector<std::string>> rule_tags(const std::vector<Rule>& rules, const Engine& engine) {
+  std::map<std::string, std::vector<std::string>> tags;
+  for (const Rule& rule : rules) {
+    std::vector<std::string>& list = tags[rule.id];
+    if (!rule.concept_id.empty()) list.push_back(rule.concept_id);
+    for (std::string& id : concept_ancestors(rule.concept_id, engine)) list.push_back(std::move(id));
+  }
+  return tags;
+}
+
 std::string rules_table(const std::vector<Rule>& rules) {
   std::vector<Row> rows = {{"ID", "NAME", "CONCEPT", "SEVERITY", "STATUS", "SUMMARY"}};
   for (const Rule& r : rules)

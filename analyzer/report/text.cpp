@@ -1,6 +1,8 @@
 // The text report, shaped like rustc/clang diagnostics so that terminals, editors'
 // "jump to file:line:col" and grep all work on it.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string_view>
 
 #include "learn/levels.h"
@@ -58,10 +60,11 @@ size_t display_width(std::string_view line, size_t bytes) {
 //    |
 // 12 |     att = q @ k.transpose(-2, -1)
 //    |           ^^^^^^^^^^^^^^^^^^^^^^^
-void excerpt(const Finding& finding, const SourceFile& file, const Style& style, std::string& out) {
+void excerpt(const Finding& finding, const SourceFile& file, uint32_t shown_line, const Style& style,
+             std::string& out) {
   const Range& range = finding.range;
   std::string_view line = file.line(range.begin.line);
-  std::string number = std::to_string(range.begin.line);
+  std::string number = std::to_string(shown_line);
   std::string pad(number.size(), ' ');
   size_t start = range.begin.column ? range.begin.column - 1 : 0;
   size_t stop = range.end.line == range.begin.line ? range.end.column - 1 : line.size();
@@ -75,19 +78,23 @@ void excerpt(const Finding& finding, const SourceFile& file, const Style& style,
          style.severity(std::string(carets, '^'), finding.severity) + "\n";
 }
 
-void finding_text(const Finding& finding, const SourceTexts& sources, const Style& style, std::string& out) {
+void finding_text(const Finding& finding, const SourceTexts& sources, const Sources* notebooks,
+                  const Style& style, std::string& out) {
   char confidence[32];
   std::snprintf(confidence, sizeof confidence, "%.2f", finding.confidence);
-  out += style.bold(finding.path + ":" + std::to_string(finding.range.begin.line) + ":" +
-                    std::to_string(finding.range.begin.column) + ":") +
-         " " + style.severity(finding.rule, finding.severity) + " [" + finding.concept_id + "] " +
-         finding.message + " (confidence " + confidence + ")\n";
-  std::string indent(std::to_string(finding.range.begin.line).size() + 1, ' ');
+  out += style.bold(where(finding, notebooks) + ":") + " " + style.severity(finding.rule, finding.severity) +
+         " [" + finding.concept_id + "] " + finding.message + " (confidence " + confidence + ")\n";
+  Shown shown = shown_lines(finding.path, finding.range.begin.line, finding.range.end.line, notebooks);
+  std::string indent(std::to_string(shown.line).size() + 1, ' ');
   auto source = sources.find(finding.path);
-  if (source != sources.end() && finding.range.valid()) excerpt(finding, source->second, style, out);
+  if (source != sources.end() && finding.range.valid()) excerpt(finding, source->second, shown.line, style, out);
   for (const Evidence& item : finding.evidence) {
     out += indent + (item.present ? style.paint("+", "32") : style.paint("-", "2")) + " " + item.text;
-    if (item.present && item.range.valid()) out += " (line " + std::to_string(item.range.begin.line) + ")";
+    if (item.present && item.range.valid()) {
+      Shown at = shown_lines(finding.path, item.range.begin.line, item.range.begin.line, notebooks);
+      out += " (" + (at.cell && at.cell != shown.cell ? "cell " + std::to_string(at.cell) + ", " : std::string()) +
+             "line " + std::to_string(at.line) + ")";
+    }
     out += "\n";
   }
   if (!finding.fix.empty()) {
@@ -136,13 +143,38 @@ std::string summary(const Report& report) {
 
 }  // namespace
 
-std::string to_text(const Report& report, const SourceTexts& sources, const TextOptions& options) {
+std::string to_text(const Report& report, const Sources& sources, const TextOptions& options) {
   Style style{options.color};
   std::string out;
-  for (const Finding& finding : report.findings) finding_text(finding, sources, style, out);
+  for (const Finding& finding : report.findings) finding_text(finding, sources.texts, &sources, style, out);
   for (const FileError& error : report.errors) error_text(error, style, out);
   if (!report.errors.empty()) out += "\n";
   out += style.bold(summary(report)) + "\n";
+  return out;
+}
+
+std::string to_text(const Report& report, const SourceTexts& texts, const TextOptions& options) {
+  Sources sources;
+  sources.texts = texts;
+  return to_text(report, sources, options);
+}
+
+std::string statistics(const Report& report) {
+  std::map<std::string, std::pair<size_t, std::string>> counts;
+  for (const Finding& f : report.findings) {
+    auto& entry = counts[f.rule];
+    ++entry.first;
+    entry.second = f.rule_name;
+  }
+  std::vector<std::pair<std::string, std::pair<size_t, std::string>>> rows(counts.begin(), counts.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  size_t width = 1;
+  for (const auto& row : rows) width = std::max(width, std::to_string(row.second.first).size());
+  std::string out;
+  for (const auto& [rule, entry] : rows) {
+    std::string count = std::to_string(entry.first);
+    out += std::string(width - count.size(), ' ') + count + "  " + rule + "  " + entry.second + "\n";
+  }
   return out;
 }
 

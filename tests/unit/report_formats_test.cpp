@@ -137,7 +137,7 @@ TEST(ReportText, ColourOnlyWhenAsked) {
 TEST(ReportText, EmptyReport) {
   Report report;
   report.files_analyzed = 1;
-  EXPECT_EQ(report::to_text(report, {}, {}), "no findings in 1 file\n");
+  EXPECT_EQ(report::to_text(report, SourceTexts{}, {}), "no findings in 1 file\n");
 }
 
 TEST(ReportJson, FindingsAndErrorsCarryEveryFieldOneBased) {
@@ -216,7 +216,7 @@ TEST(ReportSarif, RunToolRulesAndResults) {
 }
 
 TEST(ReportSarif, FileErrorsAreToolExecutionNotifications) {
-  json log = json::parse(report::to_sarif(sample_report(), {}));
+  json log = json::parse(report::to_sarif(sample_report(), std::vector<Rule>{}));
   const json& notifications = log["runs"][0]["invocations"][0]["toolExecutionNotifications"];
   ASSERT_EQ(notifications.size(), 2u);
   EXPECT_EQ(notifications[0]["level"], "error");

@@ -1,0 +1,364 @@
+// Open documents: text synchronization, the debounced analysis worker, diagnostics
+// (pushed or pulled), and the requests answered from a document's fresh analysis.
+#include <time.h>
+
+#include <algorithm>
+
+#include "driver/driver.h"
+#include "lsp/findings.h"
+#include "lsp/server.h"
+
+namespace mlsem::lsp {
+namespace {
+
+// CPU time of the calling thread: what an analysis costs whatever else the machine runs.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+bool ends_with_any(const std::string& s, std::initializer_list<const char*> suffixes) {
+  return std::any_of(suffixes.begin(), suffixes.end(), [&](const char* x) { return s.ends_with(x); });
+}
+
+}  // namespace
+
+// A change within debounce_ms of the previous one (typing) waits debounce_ms after
+// the last change; an isolated change, or an open, is analyzed at once.
+void Server::schedule(Document& doc, bool burst) {
+  Clock::time_point now = Clock::now();
+  bool typing = burst && now - doc.last_change < std::chrono::milliseconds(options_.debounce_ms);
+  doc.due = typing ? now + std::chrono::milliseconds(options_.debounce_ms) : now;
+  doc.last_change = now;
+  doc.dirty = true;
+  ++doc.edits;
+  ++scheduled_;
+}
+
+void Server::did_open(const json& params) {
+  const json& td = params.at("textDocument");
+  Document doc;
+  doc.uri = td.at("uri").get<std::string>();
+  doc.version = td.value("version", 0);
+  doc.text = Text(td.at("text").get<std::string>());
+  std::string language = td.value("languageId", "");
+  std::string path = path_from_uri(doc.uri);
+  if (path.empty()) path = doc.uri;
+  if (!ends_with_any(path, {".py", ".pyi", ".cu", ".cuh"})) {
+    if (language == "python") path += ".py";
+    else if (language == "cuda" || language == "cuda-cpp") path += ".cu";
+    else doc.analyzable = false;
+  }
+  doc.cuda = ends_with_any(path, {".cu", ".cuh"});
+  doc.path = path;
+  std::lock_guard lock(mutex_);
+  Document& slot = docs_[doc.uri] = std::move(doc);
+  schedule(slot, false);
+  wake_.notify_all();
+}
+
+void Server::did_change(const json& params) {
+  const json& td = params.at("textDocument");
+  std::string uri = td.at("uri").get<std::string>();
+  std::lock_guard lock(mutex_);
+  auto it = docs_.find(uri);
+  if (it == docs_.end()) return;  // a change to a document that is not open
+  Document& doc = it->second;
+  for (const json& change : params.at("contentChanges")) {
+    if (change.contains("range")) {
+      const json& r = change["range"];
+      LspPosition a{r.at("start").at("line").get<uint32_t>(), r.at("start").at("character").get<uint32_t>()};
+      LspPosition b{r.at("end").at("line").get<uint32_t>(), r.at("end").at("character").get<uint32_t>()};
+      size_t begin = doc.text.offset(a, encoding_), end = doc.text.offset(b, encoding_);
+      if (end < begin) std::swap(begin, end);
+      doc.text.replace(begin, end, change.at("text").get<std::string>());
+    } else {
+      doc.text = Text(change.at("text").get<std::string>());
+    }
+  }
+  if (td.contains("version") && td["version"].is_number_integer()) doc.version = td["version"];
+  schedule(doc, true);
+  wake_.notify_all();
+}
+
+void Server::did_close(const json& params) {
+  std::string uri = params.at("textDocument").at("uri").get<std::string>();
+  std::vector<json> out;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = docs_.find(uri);
+    if (it == docs_.end()) return;
+    // Requests waiting for this document are answered with what a closed document has.
+    for (auto p = pending_.begin(); p != pending_.end();) {
+      if (p->uri != uri) {
+        ++p;
+        continue;
+      }
+      json empty = p->method == "textDocument/codeAction" ? json::array()
+                   : p->method == "textDocument/diagnostic"
+                       ? json{{"kind", "full"}, {"items", json::array()}}
+                       : json(nullptr);
+      out.push_back({{"jsonrpc", "2.0"}, {"id", p->id}, {"result", empty}});
+      p = pending_.erase(p);
+    }
+    docs_.erase(it);
+    if (!pull_)
+      out.push_back({{"jsonrpc", "2.0"},
+                     {"method", "textDocument/publishDiagnostics"},
+                     {"params", {{"uri", uri}, {"diagnostics", json::array()}}}});
+    std::vector<json> more = resolve_pending();  // a workspace request may have waited for it
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  send_all(out);
+}
+
+void Server::did_change_watched_files(const json& params) {
+  for (const json& change : params.at("changes"))
+    if (is_config_file(path_from_uri(change.at("uri").get<std::string>()))) return reload_config();
+}
+
+// The configuration changed: every document is analyzed again under the new rules
+// and its diagnostics re-published (push) or the client asked to pull again.
+void Server::reload_config() {
+  std::vector<std::string> problems;
+  bool refresh = false;
+  {
+    std::lock_guard lock(mutex_);
+    config_ = load_workspace_config(root_);
+    rules_ = selected_rules(engine_, config_);
+    problems = config_.problems;
+    for (auto& [uri, doc] : docs_) schedule(doc, false);
+    refresh = pull_ && refresh_support_;
+    wake_.notify_all();
+  }
+  for (const std::string& p : problems) log(2, "mlsem: " + p);
+  if (refresh) request("workspace/diagnostic/refresh", nullptr);
+}
+
+json Server::publish_params(const Document& doc) const {
+  return {{"uri", doc.uri}, {"version", doc.version}, {"diagnostics", doc.diagnostics}};
+}
+
+void Server::worker_loop(std::stop_token stop) {
+  std::unique_lock lock(mutex_);
+  while (!stop.stop_requested()) {
+    // The dirty document due first.
+    Document* next = nullptr;
+    for (auto& [uri, doc] : docs_)
+      if (doc.dirty && (!next || doc.due < next->due)) next = &doc;
+    if (!next) {
+      wake_.wait(lock, stop, [&] {
+        return std::any_of(docs_.begin(), docs_.end(), [](const auto& d) { return d.second.dirty; });
+      });
+      continue;
+    }
+    if (next->due > Clock::now()) {  // until it is due, or another change comes
+      uint64_t seen = scheduled_;
+      wake_.wait_until(lock, stop, next->due, [&] { return scheduled_ != seen; });
+      continue;
+    }
+    std::string uri = next->uri;
+    uint64_t edits = next->edits;
+    Text text = next->text;
+    SourceFile file{next->path, text.str()};
+    bool analyzable = next->analyzable;
+    Encoding encoding = encoding_;
+    bool trace = trace_;
+    DriverOptions options;
+    options.jobs = 1;
+    options.min_confidence = config_.min_confidence.value_or(kDefaultMinConfidence);
+    options.only_rules = rules_;
+    options.catalog = catalog_;
+    options.cuda = options_.cuda;
+    lock.unlock();
+
+    Clock::time_point t0 = Clock::now();
+    double cpu0 = thread_cpu_ms();
+    Report report;
+    if (analyzable) report = analyze_source(file, engine_, options);
+    Clock::time_point t1 = Clock::now();
+    double cpu = thread_cpu_ms() - cpu0;
+    json diagnostics = json::array();
+    for (const Finding& f : report.findings) diagnostics.push_back(to_diagnostic(f, engine_, text, encoding, uri));
+    Clock::time_point t2 = Clock::now();
+    std::vector<json> out;
+    if (trace) {
+      auto ms = [](Clock::duration d) { return std::to_string(std::chrono::duration<double, std::milli>(d).count()); };
+      out.push_back({{"jsonrpc", "2.0"},
+                     {"method", "$/logTrace"},
+                     {"params", {{"message", "mlsem: analyzed " + uri + " (" + std::to_string(report.findings.size()) +
+                                                 " findings): analysis " + ms(t1 - t0) + " ms (cpu " + std::to_string(cpu) + " ms), diagnostics " +
+                                                 ms(t2 - t1) + " ms"}}}});
+    }
+    for (const FileError& e : report.errors)  // syntax errors are the Python server's to show
+      if (e.line == 0)
+        out.push_back({{"jsonrpc", "2.0"},
+                       {"method", "window/logMessage"},
+                       {"params", {{"type", 2}, {"message", "mlsem: " + e.path + ": " + e.message}}}});
+
+    lock.lock();
+    auto it = docs_.find(uri);
+    if (it == docs_.end() || it->second.edits != edits || encoding != encoding_) continue;  // stale: analyzed again
+    Document& doc = it->second;
+    doc.dirty = false;
+    doc.analyzed = edits;
+    doc.findings = std::move(report.findings);
+    doc.rewrites.reset();  // computed when a code action asks
+    if (doc.result_id.empty() || diagnostics != doc.diagnostics) doc.result_id = std::to_string(++generation_);
+    doc.diagnostics = std::move(diagnostics);
+    if (!pull_) out.push_back({{"jsonrpc", "2.0"}, {"method", "textDocument/publishDiagnostics"}, {"params", publish_params(doc)}});
+    std::vector<json> answers = resolve_pending();
+    out.insert(out.end(), answers.begin(), answers.end());
+    lock.unlock();
+    send_all(out);
+    lock.lock();
+  }
+}
+
+void Server::document_request(const json& id, const std::string& method, const json& params, const std::string& uri) {
+  std::vector<json> out;
+  {
+    std::lock_guard lock(mutex_);
+    pending_.push_back({id, method, params, uri});
+    out = resolve_pending();
+  }
+  send_all(out);
+}
+
+void Server::cancel(const json& id) {
+  bool found = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.id == id; });
+    if (it != pending_.end()) {
+      pending_.erase(it);
+      found = true;
+    }
+  }
+  // A request already answered is not answered again.
+  if (found) send_error(id, kRequestCancelled, "request cancelled");
+}
+
+std::vector<json> Server::resolve_pending() {
+  std::vector<json> out;
+  bool all_fresh = std::all_of(docs_.begin(), docs_.end(), [](const auto& d) { return d.second.fresh(); });
+  for (auto p = pending_.begin(); p != pending_.end();) {
+    bool ready = p->uri.empty() ? all_fresh : !docs_.contains(p->uri) || docs_.at(p->uri).fresh();
+    if (!ready) {
+      ++p;
+      continue;
+    }
+    try {
+      out.push_back({{"jsonrpc", "2.0"}, {"id", p->id}, {"result", answer(*p)}});
+    } catch (const json::exception& e) {
+      out.push_back({{"jsonrpc", "2.0"},
+                     {"id", p->id},
+                     {"error", {{"code", kInvalidParams}, {"message", "invalid params for " + p->method + ": " + e.what()}}}});
+    }
+    p = pending_.erase(p);
+  }
+  return out;
+}
+
+json Server::answer(const Pending& p) {
+  if (p.method == "workspace/diagnostic") return workspace_diagnostics(p.params);
+  auto it = docs_.find(p.uri);
+  if (p.method == "textDocument/diagnostic") {
+    if (it == docs_.end()) return {{"kind", "full"}, {"items", json::array()}};
+    return document_diagnostic_report(it->second, p.params.value("previousResultId", ""));
+  }
+  if (p.method == "textDocument/hover") return it == docs_.end() ? json(nullptr) : hover(it->second, p.params);
+  // A code action's edits are computed on the document as analyzed: fresh, as answer() requires.
+  return it == docs_.end() ? json::array() : code_actions(it->second, p.params);
+}
+
+json Server::document_diagnostic_report(const Document& doc, const std::string& previous) {
+  if (!previous.empty() && previous == doc.result_id) return {{"kind", "unchanged"}, {"resultId", doc.result_id}};
+  return {{"kind", "full"}, {"resultId", doc.result_id}, {"items", doc.diagnostics}};
+}
+
+json Server::workspace_diagnostics(const json& params) {
+  std::map<std::string, std::string> previous;
+  if (params.contains("previousResultIds"))
+    for (const json& p : params["previousResultIds"]) previous[p.at("uri").get<std::string>()] = p.at("value").get<std::string>();
+  json items = json::array();
+  for (const auto& [uri, doc] : docs_) {
+    json report = document_diagnostic_report(doc, previous.contains(uri) ? previous[uri] : "");
+    report["uri"] = uri;
+    report["version"] = doc.version;
+    items.push_back(std::move(report));
+  }
+  return {{"items", items}};
+}
+
+json Server::hover(const Document& doc, const json& params) {
+  const json& pos = params.at("position");
+  size_t at = doc.text.offset({pos.at("line").get<uint32_t>(), pos.at("character").get<uint32_t>()}, encoding_);
+  std::string markdown;
+  std::optional<LspRange> range;
+  for (const Finding& f : doc.findings) {
+    if (!f.range.valid()) continue;
+    size_t b = doc.text.offset(f.range.begin), e = doc.text.offset(f.range.end);
+    if (at < b || at > e) continue;
+    if (!markdown.empty()) markdown += "\n---\n\n";
+    markdown += hover_markdown(f, engine_);
+    if (!range) range = doc.text.range(f.range, encoding_);
+  }
+  if (markdown.empty()) return nullptr;
+  return {{"contents", {{"kind", "markdown"}, {"value", markdown}}}, {"range", to_json(*range)}};
+}
+
+json Server::code_actions(Document& doc, const json& params) {
+  const json& r = params.at("range");
+  size_t b = doc.text.offset({r.at("start").at("line").get<uint32_t>(), r.at("start").at("character").get<uint32_t>()}, encoding_);
+  size_t e = doc.text.offset({r.at("end").at("line").get<uint32_t>(), r.at("end").at("character").get<uint32_t>()}, encoding_);
+  if (e < b) std::swap(b, e);
+  std::vector<std::string> only;
+  if (params.contains("context") && params["context"].contains("only"))
+    for (const json& k : params["context"]["only"]) only.push_back(k.get<std::string>());
+  auto wanted = [&](const std::string& kind) {
+    if (only.empty()) return true;
+    return std::any_of(only.begin(), only.end(), [&](const std::string& o) { return kind == o || kind.starts_with(o + "."); });
+  };
+  auto edit_of = [&](std::vector<json> edits) { return json{{"changes", {{doc.uri, edits}}}}; };
+
+  // Safe rewrites need the parse tree: computed once per analysis, on the first request.
+  if (!doc.rewrites) doc.rewrites = safe_rewrites(doc.findings, doc.text, doc.cuda);
+  json actions = json::array();
+  std::vector<Edit> all_rewrites;
+  for (size_t i = 0; i < doc.findings.size(); ++i) {
+    const Finding& f = doc.findings[i];
+    const std::optional<Edit>& rewrite = (*doc.rewrites)[i];
+    if (rewrite) all_rewrites.push_back(*rewrite);
+    size_t fb = doc.text.offset(f.range.begin), fe = doc.text.offset(f.range.end);
+    if (!f.range.valid() || fe < b || fb > e || !wanted("quickfix")) continue;
+    const json& diagnostic = doc.diagnostics.at(i);
+    if (rewrite)
+      actions.push_back({{"title", rewrite->title},
+                         {"kind", "quickfix"},
+                         {"isPreferred", true},
+                         {"diagnostics", {diagnostic}},
+                         {"edit", edit_of({text_edit(*rewrite, doc.text, encoding_)})}});
+    if (auto ignore = suppression_edit(f, doc.text, doc.cuda))
+      actions.push_back({{"title", ignore->title},
+                         {"kind", "quickfix"},
+                         {"diagnostics", {diagnostic}},
+                         {"edit", edit_of({text_edit(*ignore, doc.text, encoding_)})}});
+  }
+  // Every safe rewrite of the file at once; an edit overlapping an earlier one is left
+  // for the next round (a WorkspaceEdit's edits must not overlap).
+  std::sort(all_rewrites.begin(), all_rewrites.end(), [](const Edit& x, const Edit& y) { return x.begin < y.begin; });
+  std::vector<json> fix_all;
+  size_t covered = 0;
+  for (const Edit& edit : all_rewrites) {
+    if (!fix_all.empty() && edit.begin < covered) continue;
+    fix_all.push_back(text_edit(edit, doc.text, encoding_));
+    covered = edit.end;
+  }
+  if (!fix_all.empty() && wanted("source.fixAll.mlsem"))
+    actions.push_back({{"title", "mlsem: apply all safe rewrites"}, {"kind", "source.fixAll.mlsem"}, {"edit", edit_of(fix_all)}});
+  return actions;
+}
+
+}  // namespace mlsem::lsp

@@ -1,0 +1,148 @@
+// The language server: one thread reads and dispatches messages in order, one worker
+// thread analyzes changed documents (debounced) and publishes their diagnostics or
+// answers the requests that waited for them.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/frontend.h"
+#include "engine/engine.h"
+#include "lsp/actions.h"
+#include "lsp/config.h"
+#include "lsp/text.h"
+#include "lsp/transport.h"
+
+namespace mlsem::kernels {
+class Catalog;
+}
+
+namespace mlsem::lsp {
+
+using Clock = std::chrono::steady_clock;
+
+struct ServerOptions {
+  cuda::CudaOptions cuda;
+  int debounce_ms = 100;  // a change within this long of the previous one waits this long
+};
+
+// JSON-RPC and LSP error codes.
+enum ErrorCode : int {
+  kParseError = -32700,
+  kInvalidRequest = -32600,
+  kMethodNotFound = -32601,
+  kInvalidParams = -32602,
+  kInternalError = -32603,
+  kServerNotInitialized = -32002,
+  kRequestCancelled = -32800,
+};
+
+struct Document {
+  std::string uri;
+  std::string path;  // what the analysis sees (decides the language)
+  bool cuda = false;
+  bool analyzable = true;  // a .py/.cu/.cuh file, or a python/cuda languageId
+  Text text;
+  int64_t version = 0;
+  uint64_t edits = 0;  // changes so far; the analysis is fresh when analyzed == edits
+  bool dirty = true;
+  Clock::time_point last_change{}, due{};
+  // The latest analysis, of the text after `analyzed` edits.
+  uint64_t analyzed = UINT64_MAX;
+  std::vector<Finding> findings;
+  std::optional<std::vector<std::optional<Edit>>> rewrites;  // per finding, once asked for
+  json diagnostics = json::array();
+  std::string result_id;  // changes when the diagnostics change
+  bool fresh() const { return !dirty && analyzed == edits; }
+};
+
+// A request that waits for fresh analyses: of one document, or of all ("" uri).
+struct Pending {
+  json id;
+  std::string method;
+  json params;
+  std::string uri;
+};
+
+class Server {
+ public:
+  Server(const Engine& engine, const kernels::Catalog* catalog, ServerOptions options, MessageReader& in,
+         MessageWriter& out);
+  ~Server();
+  // Serves until `exit` or end of input; the process exit code.
+  int run();
+
+ private:
+  enum class State { Uninitialized, Running, ShutDown };
+
+  // server.cpp: messages and lifecycle.
+  bool handle(const std::string& body);  // false on exit
+  void handle_request(const json& id, const std::string& method, const json& params);
+  void handle_notification(const std::string& method, const json& params);
+  json initialize(const json& params);
+  void initialized();
+  void send_result(const json& id, json result);
+  void send_error(const json& id, int code, const std::string& message);
+  void notify(const std::string& method, json params);
+  void request(const std::string& method, json params);
+  void log(int type, const std::string& message);
+
+  // documents.cpp: text synchronization, configuration, the worker, requests on documents.
+  void did_open(const json& params);
+  void did_change(const json& params);
+  void did_close(const json& params);
+  void did_change_watched_files(const json& params);
+  void reload_config();
+  void schedule(Document& doc, bool burst);
+  void worker_loop(std::stop_token stop);
+  // Requests answered from fresh analyses; answered now when possible, else queued.
+  void document_request(const json& id, const std::string& method, const json& params, const std::string& uri);
+  void cancel(const json& id);
+  // Answers the queued requests whose documents are fresh (lock held); the messages to send.
+  std::vector<json> resolve_pending();
+  json answer(const Pending& p);  // lock held, documents fresh
+  json hover(const Document& doc, const json& params);
+  json code_actions(Document& doc, const json& params);
+  json document_diagnostic_report(const Document& doc, const std::string& previous);
+  json workspace_diagnostics(const json& params);
+  json publish_params(const Document& doc) const;
+  void send_all(const std::vector<json>& messages);
+
+  const Engine& engine_;
+  const kernels::Catalog* catalog_;
+  ServerOptions options_;
+  MessageReader& in_;
+  MessageWriter& out_;
+
+  // Reader thread only.
+  State state_ = State::Uninitialized;
+  int64_t next_request_id_ = 1;
+
+  // Shared with the worker, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  Encoding encoding_ = Encoding::Utf16;
+  bool pull_ = false;           // diagnostics pulled by the client, else pushed
+  bool refresh_support_ = false;
+  bool watch_registration_ = false;
+  bool trace_ = false;          // $/logTrace the analysis times (initialize's trace, $/setTrace)
+  std::filesystem::path root_;
+  WorkspaceConfig config_;
+  std::set<std::string> rules_;
+  uint64_t generation_ = 0;     // result ids: "<generation>"
+  uint64_t scheduled_ = 0;      // counts schedule() calls: a waiting worker looks again
+  std::map<std::string, Document> docs_;
+  std::vector<Pending> pending_;
+  std::jthread worker_;
+};
+
+}  // namespace mlsem::lsp
