@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 pkgs=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
       python3-jsonschema
-      clang-22 libclang-cpp22-dev libclang-22-dev llvm-22-dev)
+      clang-22 libclang-cpp22-dev libclang-22-dev llvm-22-dev
+      graphviz)  # graphviz: `mlsem learn -o path.svg` and its test
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "driver/driver.h"
+#include "learn/command.h"
 
 namespace fs = std::filesystem;
 
@@ -20,7 +21,8 @@ commands:
   analyze PATH...     report performance findings in files and directories
   rules               list the rules
   explain RULE        a rule's documentation (id or name)
-  concepts            list the concepts rules are filed under
+  concepts [ID]       the concept hierarchy, or one concept with its lessons
+  learn PATH...       a learning path from the findings in PATH, prerequisites first
   ir FILE             print the semantic IR of one file
   kernels             list, show or benchmark the reference kernels
   lsp                 run the Language Server for editors (stdio)
@@ -98,10 +100,6 @@ Prints a rule's documentation: summary, why it is slow, an example, the example 
 the fix, its concept with the concepts above it, and its reference kernel.
 RULE is an id (ATT001) or a name (hand-written-attention).
 )"},
-    {"concepts", R"(usage: mlsem concepts [--data DIR]
-
-Lists the concepts (id, name, parents) that rules are filed under.
-)"},
     {"ir", R"(usage: mlsem ir FILE [--cuda-path DIR] [-p BUILD_DIR]
 
 Prints the semantic IR the patterns are matched against (docs/IR.md), for one .py
@@ -164,6 +162,10 @@ CommandLine parse(const std::string& command, const std::vector<std::string>& ar
 }
 void print_help(const std::string& command) {
   auto it = kHelp.find(command);
+  if (std::string text = learn::help(command); it == kHelp.end() && !text.empty()) {  // learn, concepts
+    std::cout << text;
+    return;
+  }
   if (it == kHelp.end()) throw UsageError("", "unknown command '" + command + "'");
   std::cout << it->second;
 }

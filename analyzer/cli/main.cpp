@@ -27,6 +27,7 @@
 #include "engine/engine.h"
 #include "ir/print.h"
 #include "kernels/catalog.h"
+#include "learn/command.h"
 #include "lsp/lsp.h"
 #include "report/report.h"
 #include "cli/cli.h"
@@ -61,14 +62,6 @@ int explain(const std::vector<std::string>& args, const char* argv0) {
     kernels::Catalog catalog = load_catalog(data, errors);
     if (catalog.find(*rule->kernel)) std::cout << "    measured: " << catalog.speedup_summary(*rule->kernel) << "\n";
   }
-  return kClean;
-}
-
-int concepts(const std::vector<std::string>& args, const char* argv0) {
-  CommandLine line = parse("concepts", args, {{}, {"--data"}, {}});
-  if (line.flags.contains("--help")) return print_help("concepts"), kClean;
-  if (!line.positional.empty()) throw UsageError("concepts", "unexpected argument '" + line.positional[0] + "'");
-  std::cout << report::concepts_list(load_engine(data_dir(line, argv0)).concepts());
   return kClean;
 }
 
@@ -190,7 +183,8 @@ int run(const std::vector<std::string>& all_args, const char* argv0) {
   if (command == "analyze") return analyze(args, argv0);
   if (command == "rules") return rules(args, argv0);
   if (command == "explain") return explain(args, argv0);
-  if (command == "concepts") return concepts(args, argv0);
+  if (command == "concepts") return learn::concepts_main(args, argv0);  // analyzer/learn/
+  if (command == "learn") return learn::learn_main(args, argv0);
   if (command == "ir") return ir_dump(args);
   if (command == "kernels") return kernels_command(args, argv0);
   if (command == "lsp") return lsp::run_command(args, argv0);

@@ -31,6 +31,7 @@ struct Finding {
   std::vector<Evidence> evidence;
   std::string fix;
   std::optional<std::string> kernel;  // a kernels/ path, e.g. "kernels/attention_fwd"
+  std::string level;      // the rule's optimization level ("library", "torch-compile", "triton", "cuda") or ""
   std::string measured;   // "fused: 3.1x faster than the eager form on NVIDIA H100 at ..." or ""
   // Why the finding is demoted, or "" when it is not: the code is an eager fallback, a
   // test, an op reference, ... ("eager fallback: runs only when ..."). Demoted findings

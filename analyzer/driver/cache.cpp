@@ -38,7 +38,8 @@ json finding_json(const Finding& f) {
           {"severity", f.severity}, {"message", f.message},  {"path", f.path},
           {"range", range_json(f.range)}, {"function", f.function}, {"confidence", f.confidence},
           {"evidence", evidence},   {"fix", f.fix},          {"kernel", f.kernel ? json(*f.kernel) : json(nullptr)},
-          {"context", f.context},   {"context_kind", f.context_kind}};
+          {"context", f.context},   {"context_kind", f.context_kind},
+          {"level", f.level}};
 }
 
 Finding finding_of(const json& j) {
@@ -58,6 +59,7 @@ Finding finding_of(const json& j) {
   if (!j.at("kernel").is_null()) f.kernel = j.at("kernel").get<std::string>();
   f.context = j.value("context", "");
   f.context_kind = j.value("context_kind", "");
+  f.level = j.value("level", "");  // the rule's optimization level
   return f;
 }
 
@@ -105,7 +107,8 @@ std::string data_hash(const fs::path& data_dir) {
 }
 
 std::optional<CachedResult> Cache::load(const std::string& key) const {
-  std::ifstream in(dir_ / "v1" / key.substr(0, 2) / (key + ".json"), std::ios::binary);
+  // v2: findings carry the rule's optimization level; v1 entries are not read.
+  std::ifstream in(dir_ / "v2" / key.substr(0, 2) / (key + ".json"), std::ios::binary);
   if (!in) return std::nullopt;
   try {
     json j = json::parse(in);
@@ -123,7 +126,7 @@ std::optional<CachedResult> Cache::load(const std::string& key) const {
 
 void Cache::store(const std::string& key, const CachedResult& result) const {
   std::error_code ec;
-  fs::path bucket = dir_ / "v1" / key.substr(0, 2);
+  fs::path bucket = dir_ / "v2" / key.substr(0, 2);
   fs::create_directories(bucket, ec);
   if (ec) return;
   if (!fs::exists(dir_ / "CACHEDIR.TAG", ec)) std::ofstream(dir_ / "CACHEDIR.TAG", std::ios::binary) << kTag;

@@ -376,6 +376,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
           rc.finding.rule = rule.id;
           rc.finding.rule_name = rule.name;
           rc.finding.concept_id = rule.concept_id;
+          rc.finding.level = rule.level;
           rc.finding.severity = rule.severity;
           rc.finding.message = p.message.empty() ? rule.message : p.message;
           {

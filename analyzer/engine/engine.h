@@ -27,6 +27,12 @@ struct Concept {
   std::string summary;
   std::vector<std::string> kernels;     // kernels/ names that teach it
   std::vector<std::string> reading;     // titles or URLs
+  // Curriculum (`mlsem learn`, docs/learning.md); all optional in the data.
+  std::string explanation;              // the lesson text; the summary when empty
+  std::string checkpoint;               // what a learner can do afterwards
+  int minutes = 0;                      // estimated study time (0: not given)
+  std::string stage;                    // "beginner" | "intermediate" | "advanced" | "" (derived)
+  std::vector<std::string> lessons;     // "kernels/<name>" or "samples/<path>" to study
   std::string file;                     // where it was defined
   uint32_t line = 0;
 };
@@ -53,6 +59,7 @@ struct Rule {
   std::vector<std::string> demote_in = {"test", "reference", "parity"};
   // The oldest torch whose API the fix uses ("2.4"); empty: any.
   std::string requires_torch;
+  std::string level;      // optimization level of the fix: "library" | "torch-compile" | "triton" | "cuda" | ""
   RuleDocs docs;
   std::string file;
   uint32_t line = 0;

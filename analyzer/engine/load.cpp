@@ -160,7 +160,38 @@ void check_acyclic(const std::vector<Concept>& concepts, GetEdges edges, const c
     if (state[c.id] == 0 && !visit(c)) return;
 }
 
+// The curriculum keys of a concept (`mlsem learn`): explanation, checkpoint, minutes,
+// stage and lessons, each optional. A lesson names kernels/<name> or samples/<path>;
+// it must exist when the data directory has that folder (an install may not ship samples).
+void load_curriculum(Reader& r, const toml::table& t, const fs::path& lessons_root, Concept& c) {
+  uint32_t line = Reader::line_of(t);
+  auto at = [&](std::string_view key) { return t.get(key) ? Reader::line_of(*t.get(key)) : line; };
+  c.explanation = r.str(t, "explanation", false, line);
+  c.checkpoint = r.str(t, "checkpoint", false, line);
+  c.stage = r.str(t, "stage", false, line);
+  c.lessons = r.strs(t, "lessons", false, line);
+  if (const toml::node* m = t.get("minutes")) {
+    auto v = m->value_exact<int64_t>();
+    if (!v || *v < 1 || *v > 600) r.error(*m, "'minutes' must be a whole number of minutes from 1 to 600");
+    else c.minutes = static_cast<int>(*v);
+  }
+  if (!c.stage.empty() && !one_of(c.stage, {"beginner", "intermediate", "advanced"}))
+    r.error(at("stage"), "stage must be \"beginner\", \"intermediate\" or \"advanced\"");
+  for (const auto& lesson : c.lessons) {
+    const bool kernel = lesson.rfind("kernels/", 0) == 0, sample = lesson.rfind("samples/", 0) == 0;
+    if (!kernel && !sample) {
+      r.error(at("lessons"), "lesson '" + lesson + "' must be kernels/<name> or samples/<path>");
+      continue;
+    }
+    std::error_code ec;
+    const fs::path top = lessons_root / (kernel ? "kernels" : "samples");
+    if (fs::is_directory(top, ec) && !fs::exists(lessons_root / lesson, ec))
+      r.error(at("lessons"), "lesson '" + lesson + "' does not exist");
+  }
+}
+
 void load_concepts(const fs::path& dir, std::vector<Concept>& out, std::vector<FileError>& errors) {
+  const fs::path lessons_root = dir.parent_path();
   std::map<std::string, std::pair<std::string, uint32_t>> seen;
   for (const auto& path : toml_files_under(dir)) {
     Reader r(path.string(), errors);
@@ -179,7 +210,9 @@ void load_concepts(const fs::path& dir, std::vector<Concept>& out, std::vector<F
         continue;
       }
       uint32_t line = Reader::line_of(*t);
-      r.only_keys(*t, {"id", "name", "parents", "requires", "summary", "kernels", "reading"}, "[[concept]]");
+      r.only_keys(*t, {"id", "name", "parents", "requires", "summary", "kernels", "reading", "explanation",
+                       "checkpoint", "minutes", "stage", "lessons"},
+                  "[[concept]]");
       Concept c;
       c.id = r.str(*t, "id", true, line);
       c.name = r.str(*t, "name", true, line);
@@ -190,6 +223,7 @@ void load_concepts(const fs::path& dir, std::vector<Concept>& out, std::vector<F
       c.reading = r.strs(*t, "reading", false, line);
       c.file = r.file();
       c.line = line;
+      load_curriculum(r, *t, lessons_root, c);
       if (c.id.empty()) continue;
       if (!std::regex_match(c.id, kKebab)) r.error(line, "concept id '" + c.id + "' must be kebab-case");
       if (auto [it, fresh] = seen.emplace(c.id, std::make_pair(c.file, line)); !fresh)
@@ -400,7 +434,7 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
     if (!doc) continue;
     const toml::table& t = *doc;
     r.only_keys(t, {"id", "name", "status", "language", "concept", "severity", "patterns", "message", "fix", "kernel",
-                    "supersedes", "per_function", "demote_in", "requires_torch", "docs"},
+                    "supersedes", "per_function", "demote_in", "requires_torch", "level", "docs"},
                 "a rule file");
     size_t errors_before = r.error_count();
     Rule rule;
@@ -422,6 +456,7 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
       if (auto b = pf->value<bool>()) rule.per_function = *b;
       else r.error(Reader::line_of(*pf), "'per_function' must be true or false");
     }
+    rule.level = r.str(t, "level", false, 1);
     auto at = [&](std::string_view key) { return t.get(key) ? Reader::line_of(*t.get(key)) : 1u; };
     if (t.get("demote_in")) {
       rule.demote_in = r.strs(t, "demote_in", false, 1);
@@ -464,6 +499,8 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
     if (!one_of(rule.status, {"stable", "preview"})) r.error(at("status"), "status must be \"stable\" or \"preview\"");
     if (!rule.language.empty() && !one_of(rule.language, {"python", "cuda"}))
       r.error(at("language"), "language must be \"python\" or \"cuda\"");
+    if (!rule.level.empty() && !one_of(rule.level, {"library", "torch-compile", "triton", "cuda"}))
+      r.error(at("level"), "level must be \"library\", \"torch-compile\", \"triton\" or \"cuda\"");
     if (!rule.severity.empty() && !one_of(rule.severity, {"error", "warning", "info"}))
       r.error(at("severity"), "severity must be \"error\", \"warning\" or \"info\"");
     if (!rule.concept_id.empty() &&

@@ -66,7 +66,7 @@ std::string text_field(const json& run, const char* key) {
 }
 
 // Adds the fused-vs-eager pairs of one results document; returns the first problem found.
-std::string read_results(const json& doc, std::vector<Measurement>& out) {
+std::string read_results(const json& doc, std::vector<Measurement>& out, std::vector<Run>& runs) {
   if (!doc.is_object()) return "results must be a JSON object";
   if (!doc.contains("device") || !doc["device"].is_string()) return "missing string field 'device'";
   if (!doc.contains("runs") || !doc["runs"].is_array()) return "missing array field 'runs'";
@@ -88,6 +88,8 @@ std::string read_results(const json& doc, std::vector<Measurement>& out) {
     if (!pairs.count(key)) order.push_back(key);
     Pair& pair = pairs[key];
     const std::string variant = text_field(run, "variant");
+    runs.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), device, variant,
+                    run["ms"].get<double>(), run.contains("correct") && run["correct"].is_boolean() && run["correct"].get<bool>()});
     if (variant == "fused") {
       pair.fused_ms = run["ms"].get<double>();
       pair.fused_correct = run.contains("correct") && run["correct"].is_boolean() && run["correct"].get<bool>();
@@ -136,9 +138,10 @@ Catalog Catalog::load(const fs::path& kernels_dir, std::vector<FileError>& error
       continue;
     }
     std::vector<Measurement> found;
+    std::vector<Run> runs;
     std::string problem;
     try {
-      problem = read_results(doc, found);
+      problem = read_results(doc, found, runs);
     } catch (const json::exception& e) {  // a field of an unexpected type
       problem = e.what();
     }
@@ -147,6 +150,7 @@ Catalog Catalog::load(const fs::path& kernels_dir, std::vector<FileError>& error
       continue;
     }
     catalog.measurements_.insert(catalog.measurements_.end(), found.begin(), found.end());
+    catalog.runs_.insert(catalog.runs_.end(), runs.begin(), runs.end());
   }
   return catalog;
 }
@@ -163,7 +167,7 @@ std::string Catalog::readme(std::string_view name) const {
   return k ? read_text(k->dir / "README.md") : "";
 }
 
-std::string Catalog::speedup_summary(std::string_view name, std::span<const int64_t> shape) const {
+const Measurement* Catalog::nearest(std::string_view name, std::span<const int64_t> shape) const {
   name = strip_prefix(name);
   int64_t wanted = 0;
   if (!shape.empty()) {
@@ -183,6 +187,19 @@ std::string Catalog::speedup_summary(std::string_view name, std::span<const int6
       best = &m;
     }
   }
+  return best;
+}
+
+std::vector<Run> Catalog::runs_of(const Measurement& m) const {
+  std::vector<Run> out;
+  for (const Run& r : runs_)
+    if (r.kernel == m.kernel && r.mode == m.mode && r.shape == m.shape && r.dtype == m.dtype && r.device == m.device)
+      out.push_back(r);
+  return out;
+}
+
+std::string Catalog::speedup_summary(std::string_view name, std::span<const int64_t> shape) const {
+  const Measurement* best = nearest(name, shape);
   if (!best) return "no measurement yet";
   const double ratio = best->eager_ms / best->fused_ms;
   char buffer[64];

@@ -27,6 +27,15 @@ struct Measurement {
   double fused_ms = 0, eager_ms = 0;
 };
 
+// One timed variant of one (kernel, mode, shape, dtype) in a results file: "torch_eager",
+// "torch_library", "torch_compile", "triton", "fused" (the CUDA kernel) or "baseline"
+// (its naive CUDA form). The ladders of `mlsem learn` are made of these.
+struct Run {
+  std::string kernel, mode, shape, dtype, device, variant;
+  double ms = 0;
+  bool correct = false;
+};
+
 class Catalog {
  public:
   // Reads kernels_dir/*/README.md and kernels_dir/results/*.json; malformed results name the file.
@@ -47,10 +56,16 @@ class Catalog {
   // (empty when the kernel is unknown).
   std::vector<std::string> bench_command(std::string_view name, const std::string& out_json) const;
 
+  // The measurement speedup_summary quotes for `name` at `shape` (nullptr when none).
+  const Measurement* nearest(std::string_view name, std::span<const int64_t> shape = {}) const;
+  // Every timed variant of that measurement's kernel, mode, shape, dtype and device, in file order.
+  std::vector<Run> runs_of(const Measurement& m) const;
+
  private:
   std::filesystem::path dir_;
   std::vector<KernelEntry> kernels_;
   std::vector<Measurement> measurements_;
+  std::vector<Run> runs_;
 };
 
 }  // namespace mlsem::kernels

@@ -39,6 +39,7 @@ json finding_json(const Finding& f, const Sources* sources) {
           {"confidence", f.confidence},
           {"evidence", evidence},
           {"fix", f.fix},
+          {"level", f.level.empty() ? json(nullptr) : json(f.level)},
           {"kernel", f.kernel ? json(*f.kernel) : json(nullptr)},
           {"measured", f.measured.empty() ? json(nullptr) : json(f.measured)},
           {"context", f.context.empty() ? json(nullptr) : json(f.context)},

@@ -5,6 +5,7 @@
 #include <map>
 #include <string_view>
 
+#include "learn/levels.h"
 #include "report/report.h"
 
 namespace mlsem::report {
@@ -97,7 +98,11 @@ void finding_text(const Finding& finding, const SourceTexts& sources, const Sour
     out += "\n";
   }
   if (!finding.context.empty()) out += indent + style.bold("context:") + " " + finding.context + "\n";
-  if (!finding.fix.empty()) out += indent + style.bold("fix:") + " " + finding.fix + "\n";
+  if (!finding.fix.empty()) {
+    std::string label = "fix";  // with the optimization level the fix belongs to, when the rule names one
+    if (!finding.level.empty()) label += " (" + std::string(learn::level_title(finding.level)) + ")";
+    out += indent + style.bold(label + ":") + " " + finding.fix + "\n";
+  }
   if (finding.kernel) {
     out += indent + style.bold("kernel:") + " " + *finding.kernel;
     if (!finding.measured.empty()) out += " (" + finding.measured + ")";
