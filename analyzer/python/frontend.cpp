@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "python/builder.h"
+#include "python/program.h"
 #include "python/suppressions.h"
 #include "python/syntax.h"
 
@@ -108,6 +109,7 @@ ir::Module build_ir(const SourceFile& file) {
   TSNode root = ts_tree_root_node(tree.get());
   report_syntax_errors(file, root, out);
   lower_file(file, root, out);
+  annotate_program(file, root, out);
   out.suppressions = find_suppressions(file.text);
   return out;
 }
