@@ -16,6 +16,7 @@ void Builder::lower_function(int fi) {
   st.fn.name = f.name;
   st.fn.range = range_of(f.def);
   st.fn.regions.push_back(ir::Region{"function", 0, {}, st.fn.range});
+  st.fn.regions[0].attrs["name"] = f.name;  // qualified: "BertPooler.forward"
   st.root = fi;
   Scope scope;
   scope.func = fi;
@@ -60,6 +61,7 @@ void Builder::lower_module_code() {
   st.fn.name = "<module>";
   st.fn.range = range_of(root_);
   st.fn.regions.push_back(ir::Region{"function", 0, {}, st.fn.range});
+  st.fn.regions[0].attrs["name"] = std::string("<module>");
   Scope scope;
   st.scope = &scope;
   st_ = &st;
@@ -165,6 +167,7 @@ Value Builder::inline_call(int fi, Args& a, TSNode e, int cls, const std::string
     }
     callee.vars[p.name] = v;
   }
+  size_t first_inlined = st_->fn.nodes.size();
   st_->inlining.push_back(fi);
   ++st_->inline_depth;
   lower_block(field(f.def, S.f_body));
@@ -173,6 +176,9 @@ Value Builder::inline_call(int fi, Args& a, TSNode e, int cls, const std::string
   st_->scope = caller;
   if (callee.ret.node == kNoNode && callee.ret.module < 0 && !callee.ret.is_tuple)
     return val(emit_const(e, std::nullopt));  // no return: None
+  // Seen from the caller, what the helper computed is where the caller called it.
+  Range site = range_of(e);
+  for (size_t i = first_inlined; i < st_->fn.nodes.size(); ++i) st_->fn.nodes[i].site = site;
   return callee.ret;
 }
 

@@ -48,6 +48,8 @@ const Builder::OpSpec* Builder::find_op(std::string_view name, uint8_t where) {
         {"mean", kTM, Kind::kReduce, "mean"},
         {"sum", kTM, Kind::kReduce, "sum"},
         {"var", kTM, Kind::kReduce, "var"},
+        {"var_mean", kTorchFn, Kind::kReduce, "var"},
+        {"std_mean", kTorchFn, Kind::kReduce, "std"},
         {"std", kTM, Kind::kReduce, "std"},
         {"max", kTM, Kind::kReduce, "max"},
         {"min", kTM, Kind::kReduce, "min"},
@@ -169,6 +171,8 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
       std::optional<EinsumMatmul> mm;
       if (!ts_node_is_null(spec_node) && sym(unparen(spec_node)) == S.string && operands.size() == 2)
         mm = einsum_as_matmul(unquote(text(unparen(spec_node))));
+      if (!mm && operands.size() == 2 && sym(unparen(spec_node)) == S.string)
+        return einsum_contraction(operands[0].first, operands[1].first, unparen(spec_node), e, callee);
       if (!mm) {
         std::vector<NodeId> ins;
         for (auto& [id, n] : operands) ins.push_back(id);
@@ -259,6 +263,18 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
         if (auto u = bool_of(a.keyword("unbiased"))) set(id, "unbiased", *u);
         if (auto c = int_of(a.keyword("correction"))) set(id, "correction", *c);
       }
+      if (spec.name == "var_mean" || spec.name == "std_mean") {
+        // torch.var_mean(x, dim, ...) -> (var, mean): the mean over the same dims.
+        finish(id);
+        NodeId m = emit("mean", {arg_node(a, 0, "input")}, e);
+        node(m).attrs = node(id).attrs;
+        node(m).attrs.erase("unbiased");
+        node(m).attrs.erase("correction");
+        Value v;
+        v.is_tuple = true;
+        v.items = {id, m};
+        return v;
+      }
       return finish(id);
     }
     case Kind::kTranspose: {
@@ -310,12 +326,18 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
       return finish(id);
     }
     case Kind::kReshape:
-    case Kind::kShape:
-      return finish(emit(op, {arg_node(a, 0, "input")}, e));
+    case Kind::kShape: {
+      NodeId id = emit(op, {arg_node(a, 0, "input")}, e);
+      shape_attrs(id, a, spec.name);
+      return finish(id);
+    }
     case Kind::kIdentity:
       return arg(a, 0);
-    case Kind::kSplit:
-      return finish(emit("split", {arg_node(a, 0, "input")}, e));
+    case Kind::kSplit: {
+      NodeId id = emit("split", {arg_node(a, 0, "input")}, e);
+      shape_attrs(id, a, spec.name);
+      return finish(id);
+    }
     case Kind::kCat: {
       TSNode list = unparen(a.get(0, "tensors"));
       std::vector<NodeId> ins;
@@ -348,6 +370,10 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
         std::string_view t = text(a.expr(i));
         dtype = dtype_name(t);
         if (dtype.empty() && t.size() > 6 && t.substr(t.size() - 6) == ".dtype") dtype = "like";
+        // A variable holding a dtype (`input_dtype = x.dtype; ... .to(input_dtype)`).
+        if (dtype.empty() && t.size() >= 5 && t.substr(t.size() - 5) == "dtype" &&
+            t.find_first_of(".([") == std::string_view::npos)
+          dtype = "like";
       }
       if (dtype.empty()) return arg(a, 0);  // .to(device): a move, not a cast
       NodeId id = emit("cast", {arg_node(a, 0)}, e);
@@ -433,6 +459,7 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
       NodeId id = emit(op, {arg_node(a, 0, "input")}, e);
       TSNode r = a.get(1, "repeats");
       if (!ts_node_is_null(r)) set(id, "repeats", clip(text(r)));
+      if (!ts_node_is_null(r) && count_value(r) == std::optional<double>(1.0)) set(id, "repeat_one", true);
       set_dim(id, a.get(2, "dim"));
       return finish(id);
     }
