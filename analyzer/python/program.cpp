@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "python/syntax.h"
 
@@ -90,10 +91,68 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   return out;
 }
 
+
+// Keyword argument `name=` of a call's argument list: its text, empty when absent;
+// "**" when the call passes **kwargs (anything may be set).
+std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name) {
+  uint32_t n = ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode a = ts_node_named_child(args, i);
+    if (ts_node_symbol(a) == S.dictionary_splat) return "**";
+    if (ts_node_symbol(a) != S.keyword_argument) continue;
+    if (text_of(f, ts_node_child_by_field_id(a, S.f_name)) == name)
+      return std::string(text_of(f, ts_node_child_by_field_id(a, S.f_value)));
+  }
+  return {};
+}
+
+// DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
+// innermost function holding it, with what the call leaves at its slow default.
+void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  if (test_path(file.path) || !gpu_text(file.text) || !contains(file.text, "DataLoader(")) return;
+  bool trains = false;
+  for (const ir::Function& fn : out.functions)
+    for (const ir::Region& r : fn.regions)
+      if (r.kind == "loop") {
+        auto t = r.attrs.find("training");
+        trains |= t != r.attrs.end() && std::get_if<bool>(&t->second) && std::get<bool>(t->second);
+      }
+  if (!trains) return;
+  std::vector<TSNode> stack{root};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
+    if (ts_node_symbol(n) != S.call) continue;
+    std::string_view callee = text_of(file, ts_node_child_by_field_id(n, S.f_function));
+    if (callee != "DataLoader" && !(callee.size() > 11 && callee.substr(callee.size() - 11) == ".DataLoader")) continue;
+    TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
+    if (ts_node_is_null(args)) continue;
+    std::string workers = keyword(S, file, args, "num_workers"), pin = keyword(S, file, args, "pin_memory");
+    if (workers == "**" || pin == "**") continue;
+    Range r = range_of(n);
+    ir::Function* home = nullptr;
+    for (ir::Function& fn : out.functions)
+      if (fn.range.begin_byte <= r.begin_byte && r.end_byte <= fn.range.end_byte &&
+          (!home || fn.range.end_byte - fn.range.begin_byte < home->range.end_byte - home->range.begin_byte))
+        home = &fn;
+    if (!home) continue;
+    ir::Node node;
+    node.op = "data_loader";
+    node.range = r;
+    node.attrs["callee"] = std::string("torch.utils.data.DataLoader");
+    if (workers.empty() || workers == "0") node.attrs["no_workers"] = true;
+    if (pin.empty() || pin == "False") node.attrs["no_pin_memory"] = true;
+    home->nodes.push_back(std::move(node));
+  }
+}
+
 }  // namespace
 
 void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   const Syntax& S = Syntax::get();
+  annotate_data_loaders(S, file, root, out);
   bool any_sync = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";
