@@ -44,9 +44,9 @@ class Net(nn.Module):
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
 trainset = torchvision.datasets.CIFAR10(root="./data", train=True, download=True, transform=transform)
-trainloader = torch.utils.data.DataLoader(trainset, batch_size=64, shuffle=True, num_workers=2)
+trainloader = torch.utils.data.DataLoader(trainset, batch_size=64, shuffle=True, num_workers=2)  # expect: DAT001
 testset = torchvision.datasets.CIFAR10(root="./data", train=False, download=True, transform=transform)
-testloader = torch.utils.data.DataLoader(testset, batch_size=256, shuffle=False, num_workers=2)
+testloader = torch.utils.data.DataLoader(testset, batch_size=256, shuffle=False, num_workers=2)  # expect: DAT001
 
 net = Net().to(device)
 criterion = nn.CrossEntropyLoss()

@@ -1,0 +1,214 @@
+// Program facts for host-device syncs, computed after lowering from the syntax tree:
+// the guard a statement runs under inside its loop (`if step % log_every == 0`), a
+// read whose value decides when the loop ends (convergence checks), values that are not
+// tensors (`int(os.environ[...])`), test and timing code, and whether the file places
+// anything on a GPU. docs/IR.md lists the attributes.
+#include "python/program.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "python/syntax.h"
+
+namespace mlsem::python {
+namespace {
+
+bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+std::string_view text_of(const SourceFile& f, TSNode n) {
+  uint32_t b = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  if (e > f.text.size() || b > e) return {};
+  return std::string_view(f.text).substr(b, e - b);
+}
+
+// A condition that holds on a few iterations only: every N steps, the first step,
+// a logging/evaluation/checkpoint switch.
+bool periodic_condition(std::string_view c) {
+  if (contains(c, "%")) return true;  // step % log_interval == 0
+  if (contains(c, "== 0") || contains(c, "==0") || contains(c, "== 1")) return true;  // i == 0
+  for (std::string_view w : {"log", "verbose", "debug", "print", "report", "display", "save", "checkpoint",
+                             "is_last", "last_step", "should_", "eval", "profil"})
+    if (contains(c, w)) return true;
+  return false;
+}
+
+// Whether a block leaves the loop: a `break`, `return` or `raise` outside nested loops.
+bool exits_loop(const Syntax& S, TSNode block) {
+  uint32_t n = ts_node_named_child_count(block);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode c = ts_node_named_child(block, i);
+    TSSymbol k = ts_node_symbol(c);
+    std::string_view type = ts_node_type(c);
+    if (type == "break_statement" || k == S.return_statement) return true;
+    if (k == S.for_statement || k == S.while_statement || k == S.function_definition) continue;
+    if (ts_node_named_child_count(c) > 0 && exits_loop(S, c)) return true;
+  }
+  return false;
+}
+
+bool test_path(std::string_view path) {
+  size_t slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return contains(path, "/test/") || contains(path, "/tests/") || contains(path, "/testing/") ||
+         base.rfind("test_", 0) == 0 || contains(base, "_test.py") || base == "conftest.py";
+}
+
+bool gpu_text(std::string_view t) {
+  return contains(t, ".cuda(") || contains(t, "\"cuda") || contains(t, "'cuda") || contains(t, ".to(device") ||
+         contains(t, "device=device") || contains(t, ".to(self.device") || contains(t, "accelerator");
+}
+
+struct Facts {
+  std::string guard;       // the periodic condition the sync runs under, if any
+  bool decides_exit = false;
+};
+
+// Walks from the sync's syntax node up to its loop (or function) and records the guard.
+Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
+  Facts out;
+  TSNode n = ts_node_descendant_for_byte_range(root, r.begin_byte, r.end_byte);
+  TSNode child = n;
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.function_definition || k == S.lambda) break;
+    if (k == S.for_statement || k == S.while_statement) {
+      TSNode cond = ts_node_child_by_field_id(p, S.f_condition);
+      if (k == S.while_statement && !ts_node_is_null(cond) && ts_node_eq(cond, child)) out.decides_exit = true;
+      break;
+    }
+    if (k == S.if_statement || k == S.elif_clause) {
+      TSNode cond = ts_node_child_by_field_id(p, S.f_condition);
+      TSNode cons = ts_node_child_by_field_id(p, S.f_consequence);
+      if (!ts_node_is_null(cond) && ts_node_eq(cond, child)) {
+        if (!ts_node_is_null(cons) && exits_loop(S, cons)) out.decides_exit = true;
+      } else if (!ts_node_is_null(cons) && ts_node_eq(cons, child) && out.guard.empty()) {
+        std::string_view c = text_of(f, cond);
+        if (periodic_condition(c)) out.guard = std::string(c);
+      }
+    }
+  }
+  return out;
+}
+
+
+// Keyword argument `name=` of a call's argument list: its text, empty when absent;
+// "**" when the call passes **kwargs (anything may be set).
+std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name) {
+  uint32_t n = ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode a = ts_node_named_child(args, i);
+    if (ts_node_symbol(a) == S.dictionary_splat) return "**";
+    if (ts_node_symbol(a) != S.keyword_argument) continue;
+    if (text_of(f, ts_node_child_by_field_id(a, S.f_name)) == name)
+      return std::string(text_of(f, ts_node_child_by_field_id(a, S.f_value)));
+  }
+  return {};
+}
+
+// DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
+// innermost function holding it, with what the call leaves at its slow default.
+void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  if (test_path(file.path) || !gpu_text(file.text) || !contains(file.text, "DataLoader(")) return;
+  bool trains = false;
+  for (const ir::Function& fn : out.functions)
+    for (const ir::Region& r : fn.regions)
+      if (r.kind == "loop") {
+        auto t = r.attrs.find("training");
+        trains |= t != r.attrs.end() && std::get_if<bool>(&t->second) && std::get<bool>(t->second);
+      }
+  if (!trains) return;
+  std::vector<TSNode> stack{root};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
+    if (ts_node_symbol(n) != S.call) continue;
+    std::string_view callee = text_of(file, ts_node_child_by_field_id(n, S.f_function));
+    if (callee != "DataLoader" && !(callee.size() > 11 && callee.substr(callee.size() - 11) == ".DataLoader")) continue;
+    TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
+    if (ts_node_is_null(args)) continue;
+    std::string workers = keyword(S, file, args, "num_workers"), pin = keyword(S, file, args, "pin_memory");
+    if (workers == "**" || pin == "**") continue;
+    Range r = range_of(n);
+    ir::Function* home = nullptr;
+    for (ir::Function& fn : out.functions)
+      if (fn.range.begin_byte <= r.begin_byte && r.end_byte <= fn.range.end_byte &&
+          (!home || fn.range.end_byte - fn.range.begin_byte < home->range.end_byte - home->range.begin_byte))
+        home = &fn;
+    if (!home) continue;
+    ir::Node node;
+    node.op = "data_loader";
+    node.range = r;
+    node.attrs["callee"] = std::string("torch.utils.data.DataLoader");
+    if (workers.empty() || workers == "0") node.attrs["no_workers"] = true;
+    if (pin.empty() || pin == "False") node.attrs["no_pin_memory"] = true;
+    home->nodes.push_back(std::move(node));
+  }
+}
+
+}  // namespace
+
+void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
+  const Syntax& S = Syntax::get();
+  annotate_data_loaders(S, file, root, out);
+  bool any_sync = false;
+  for (const ir::Function& fn : out.functions)
+    for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";
+  if (!any_sync) return;
+  bool test_file = test_path(file.path);
+  bool gpu_file = gpu_text(file.text);
+  bool bench_file = contains(file.path, "bench");
+  for (ir::Function& fn : out.functions) {
+    // `if` regions: the periodic guard of their condition (the first clause's).
+    for (ir::Region& reg : fn.regions) {
+      if (reg.kind != "if" || !reg.range.valid()) continue;
+      TSNode s = ts_node_descendant_for_byte_range(root, reg.range.begin_byte, reg.range.end_byte);
+      while (!ts_node_is_null(s) && ts_node_symbol(s) != S.if_statement) s = ts_node_parent(s);
+      if (ts_node_is_null(s)) continue;
+      std::string_view c = text_of(file, ts_node_child_by_field_id(s, S.f_condition));
+      if (periodic_condition(c)) reg.attrs["guard"] = std::string(c);
+    }
+    std::string_view short_name = fn.name;
+    if (size_t dot = short_name.rfind('.'); dot != std::string_view::npos) short_name = short_name.substr(dot + 1);
+    std::string_view fn_text = file.slice(fn.range);
+    bool test_fn = short_name.rfind("test", 0) == 0;
+    bool timed = bench_file || contains(fn_text, "time.time(") || contains(fn_text, "perf_counter") ||
+                 contains(fn_text, "elapsed_time") || contains(fn_text, "timeit");
+    for (ir::Node& node : fn.nodes) {
+      if (node.op != "sync" || !node.range.valid()) continue;
+      bool own = node.range.begin_byte >= fn.range.begin_byte && node.range.end_byte <= fn.range.end_byte;
+      Facts facts;
+      if (own) {
+        facts = walk(S, file, root, node.range);
+      } else {
+        // Inlined from a helper: the guards are those of the call site's regions.
+        for (uint32_t r = node.region;; r = fn.regions[r].parent) {
+          if (r >= fn.regions.size()) break;
+          const ir::Region& reg = fn.regions[r];
+          if (reg.kind == "loop") break;
+          auto g = reg.attrs.find("guard");
+          if (g != reg.attrs.end() && std::get_if<std::string>(&g->second)) {
+            facts.guard = std::get<std::string>(g->second);
+            break;
+          }
+          if (r == 0) break;
+        }
+      }
+      if (!facts.guard.empty()) node.attrs["guarded"] = facts.guard;
+      if (facts.decides_exit) node.attrs["decides_exit"] = true;
+      std::string_view t = file.slice(node.range);
+      if (contains(t, "environ") || contains(t, "getenv") || contains(t, "argv") || contains(t, "args."))
+        node.attrs["host_value"] = true;
+      if (test_file || test_fn) node.attrs["test_code"] = true;
+      auto m = node.attrs.find("method");
+      if (timed && m != node.attrs.end() && std::get_if<std::string>(&m->second) &&
+          std::get<std::string>(m->second) == "synchronize")
+        node.attrs["timing"] = true;
+      if (gpu_file) node.attrs["gpu_file"] = true;
+    }
+  }
+}
+
+}  // namespace mlsem::python

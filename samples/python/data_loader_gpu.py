@@ -1,0 +1,31 @@
+"""An image classifier trained on a GPU, with its data loaders.
+
+Expected findings:
+- DAT001 on the training loader (no workers, no pinned memory) and on the
+  evaluation loader that has workers but no pinned memory.
+Not expected: DAT001 on the loader with workers and pinned memory, on the one whose
+settings come from **kwargs, and on the one configured from the command line.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+
+def train(model, train_set, val_set, args, loader_kwargs, epochs=10):
+    device = torch.device("cuda")
+    model = model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    train_loader = DataLoader(train_set, batch_size=256, shuffle=True)  # expect: DAT001
+    val_loader = DataLoader(val_set, batch_size=512, num_workers=4)  # expect: DAT001
+    fast_loader = DataLoader(train_set, batch_size=256, num_workers=8, pin_memory=True)  # ok: DAT001
+    kw_loader = DataLoader(train_set, **loader_kwargs)  # ok: DAT001
+    cli_loader = DataLoader(train_set, num_workers=args.workers, pin_memory=args.pin)  # ok: DAT001
+    for epoch in range(epochs):
+        for images, labels in train_loader:
+            images, labels = images.to(device), labels.to(device)
+            loss = F.cross_entropy(model(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    return model, val_loader, fast_loader, kw_loader, cli_loader
