@@ -59,6 +59,7 @@ bool from_probabilities(const ir::Function& fn, ir::NodeId id) {
 bool constant_table(const ir::Function& fn, ir::NodeId id) {
   std::vector<ir::NodeId> todo{id};
   size_t seen = 0;
+  bool table = false;
   while (!todo.empty()) {
     if (++seen > 24) return false;
     ir::NodeId n = todo.back();
@@ -79,10 +80,23 @@ bool constant_table(const ir::Function& fn, ir::NodeId id) {
     if (is_one_of(x.op, {"input", "name", "linear", "conv", "embedding", "randn", "softmax", "sdpa", "matmul"}) ||
         x.attr("module_class"))
       return false;
+    if (x.inputs.empty()) {  // a leaf must be a constant or a table built from constants
+      const ir::Attr* c = x.attr("callee");
+      const std::string* callee = c ? std::get_if<std::string>(c) : nullptr;
+      bool creation = is_one_of(x.op, {"arange", "ones", "zeros", "full", "tril", "triu"}) ||
+                      (callee && (callee->find("linspace") != std::string::npos || callee->find("arange") != std::string::npos));
+      if (creation) table = true;
+      else if (!is_one_of(x.op, {"const", "scalar"})) return false;
+    } else if (x.op == "call") {
+      const ir::Attr* c = x.attr("callee");
+      const std::string* callee = c ? std::get_if<std::string>(c) : nullptr;
+      if (callee && (callee->find("linspace") != std::string::npos || callee->find("arange") != std::string::npos)) table = true;
+      else return false;  // an opaque call: unsure
+    }
     for (ir::NodeId in : x.inputs)
       if (in < n) todo.push_back(in);
   }
-  return true;
+  return table;
 }
 
 struct Verdict {
