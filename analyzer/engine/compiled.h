@@ -36,6 +36,9 @@ struct CompiledPattern {
   std::optional<RegionSpec> inside;
   std::optional<RegionSpec> not_inside;
   std::vector<EvidenceSpec> evidence;
+  // A numeric variant's own wording: replaces the rule's message / fix when set.
+  std::string message;
+  std::string fix;
 };
 
 class CompiledPatterns {

@@ -157,10 +157,12 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
         Range focus;
         for (const auto& label : p.focus)
           if (ir::NodeId id = m->label(label); id != ir::kNoNode) {
-            // A helper's result inlined here is shown where this function calls the helper.
+            // A helper's result inlined here is shown where this function calls the helper,
+            // when the match also has steps in this function's own text; a match made
+            // only of inlined steps stays in the helper, where its fix goes.
             const ir::Node& fnode = fn.nodes[id];
-            bool via_call = fn.range.valid() && !contains(fn.range, fnode.range) && fnode.site.valid() &&
-                            contains(fn.range, fnode.site);
+            bool via_call = own.valid() && fn.range.valid() && !contains(fn.range, fnode.range) &&
+                            fnode.site.valid() && contains(fn.range, fnode.site);
             focus = merge(focus, via_call ? fnode.site : fnode.range);
           }
         c.finding.range = focus.valid() ? focus : own.valid() ? own : node.range;
@@ -180,8 +182,8 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
           rc.finding.rule_name = rule.name;
           rc.finding.concept_id = rule.concept_id;
           rc.finding.severity = rule.severity;
-          rc.finding.message = rule.message;
-          rc.finding.fix = rule.fix;
+          rc.finding.message = p.message.empty() ? rule.message : p.message;
+          rc.finding.fix = p.fix.empty() ? rule.fix : p.fix;
           rc.finding.kernel = rule.kernel;
           candidates.push_back(std::move(rc));
         }

@@ -288,7 +288,8 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
       }
       uint32_t line = Reader::line_of(*t);
       size_t errors_before = r.error_count();
-      r.only_keys(*t, {"id", "language", "match", "base", "focus", "distinct", "inside", "not_inside", "evidence"},
+      r.only_keys(*t, {"id", "language", "match", "base", "focus", "distinct", "inside", "not_inside", "evidence",
+                       "message", "fix"},
                   "[[pattern]]");
       CompiledPattern p;
       p.id = r.str(*t, "id", true, line);
@@ -307,6 +308,8 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
           p.term = std::move(std::get<PatternTerm>(parsed));
         }
       }
+      p.message = r.str(*t, "message", false, line);
+      p.fix = r.str(*t, "fix", false, line);
       p.base = r.number(*t, "base").value_or(0.5);
       if (p.base < 0 || p.base > 1) r.error(line, "base must be within [0, 1]");
       if (const toml::node* f = t->get("focus"); f && f->is_string()) p.focus = {*f->value<std::string>()};

@@ -258,7 +258,11 @@ Value Builder::apply_module(int m, std::string path, Args& a, TSNode e) {
       Args step;
       step.call = e;
       step.receiver = x;
-      x = apply_module(d.items[i], path + "." + std::to_string(i), step, e);
+      // A library layer's nodes take its constructor's range (`nn.GELU()` inside the
+      // nn.Sequential(...) in __init__): that is where a fix goes, not the call site.
+      const ModuleDesc& item = modules_[d.items[i]];
+      TSNode at = item.local_class < 0 && !ts_node_is_null(item.ctor) ? item.ctor : e;
+      x = apply_module(d.items[i], path + "." + std::to_string(i), step, at);
     }
     return x;
   }

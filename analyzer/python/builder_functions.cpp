@@ -16,6 +16,7 @@ void Builder::lower_function(int fi) {
   st.fn.name = f.name;
   st.fn.range = range_of(f.def);
   st.fn.regions.push_back(ir::Region{"function", 0, {}, st.fn.range});
+  st.fn.regions[0].attrs["name"] = f.name;  // qualified: "BertPooler.forward"
   st.root = fi;
   Scope scope;
   scope.func = fi;
@@ -60,6 +61,7 @@ void Builder::lower_module_code() {
   st.fn.name = "<module>";
   st.fn.range = range_of(root_);
   st.fn.regions.push_back(ir::Region{"function", 0, {}, st.fn.range});
+  st.fn.regions[0].attrs["name"] = std::string("<module>");
   Scope scope;
   st.scope = &scope;
   st_ = &st;

@@ -48,6 +48,8 @@ const Builder::OpSpec* Builder::find_op(std::string_view name, uint8_t where) {
         {"mean", kTM, Kind::kReduce, "mean"},
         {"sum", kTM, Kind::kReduce, "sum"},
         {"var", kTM, Kind::kReduce, "var"},
+        {"var_mean", kTorchFn, Kind::kReduce, "var"},
+        {"std_mean", kTorchFn, Kind::kReduce, "std"},
         {"std", kTM, Kind::kReduce, "std"},
         {"max", kTM, Kind::kReduce, "max"},
         {"min", kTM, Kind::kReduce, "min"},
@@ -261,6 +263,18 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
         if (auto u = bool_of(a.keyword("unbiased"))) set(id, "unbiased", *u);
         if (auto c = int_of(a.keyword("correction"))) set(id, "correction", *c);
       }
+      if (spec.name == "var_mean" || spec.name == "std_mean") {
+        // torch.var_mean(x, dim, ...) -> (var, mean): the mean over the same dims.
+        finish(id);
+        NodeId m = emit("mean", {arg_node(a, 0, "input")}, e);
+        node(m).attrs = node(id).attrs;
+        node(m).attrs.erase("unbiased");
+        node(m).attrs.erase("correction");
+        Value v;
+        v.is_tuple = true;
+        v.items = {id, m};
+        return v;
+      }
       return finish(id);
     }
     case Kind::kTranspose: {
@@ -356,6 +370,10 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
         std::string_view t = text(a.expr(i));
         dtype = dtype_name(t);
         if (dtype.empty() && t.size() > 6 && t.substr(t.size() - 6) == ".dtype") dtype = "like";
+        // A variable holding a dtype (`input_dtype = x.dtype; ... .to(input_dtype)`).
+        if (dtype.empty() && t.size() >= 5 && t.substr(t.size() - 5) == "dtype" &&
+            t.find_first_of(".([") == std::string_view::npos)
+          dtype = "like";
       }
       if (dtype.empty()) return arg(a, 0);  // .to(device): a move, not a cast
       NodeId id = emit("cast", {arg_node(a, 0)}, e);

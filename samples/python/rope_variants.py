@@ -8,7 +8,10 @@ layer that calls flash-attn's fused rotary kernel instead.
 Expected findings:
 - POS001 on the `xq_out` and `xk_out` lines of apply_rotary_emb_complex.
 - POS001 on the stack line of apply_rotary_interleaved.
-Not expected: POS001 in FusedRotaryAttention (flash_attn.layers.rotary), and on the
+- POS001 in apply_rotary_interleaved_fp32 (interleaved rotate_half, stack + flatten, on
+  fp32 upcasts), apply_rotary_flipped (cat(x2, -x1)) and apply_rotary_chunks (the 2x2
+  rotation on chunks).
+Not expected: POS001 in mix_halves (no rotation), in FusedRotaryAttention (flash_attn.layers.rotary), and on the
 frequency table helpers (they build tables; they do not rotate activations).
 """
 
@@ -71,3 +74,38 @@ class FusedRotaryAttention(nn.Module):
         k = apply_rotary_emb(k, cos, sin, interleaved=False)  # ok: POS001
         out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
         return self.out(out.transpose(1, 2).reshape(b, t, d))
+
+
+def rotate_half_interleaved(x: torch.Tensor) -> torch.Tensor:
+    """Pairs (0, 1), (2, 3), ... rotated: stack((-x2, x1), -1).flatten(-2)."""
+    x1 = x[..., 0::2]
+    x2 = x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def apply_rotary_interleaved_fp32(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """GLM/Cohere layout, computed in fp32."""
+    return (q.float() * cos) + (rotate_half_interleaved(q).float() * sin)  # expect: POS001
+
+
+def rotate_half_flipped(x: torch.Tensor) -> torch.Tensor:
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((x2, -x1), dim=-1)
+
+
+def apply_rotary_flipped(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """The sign sits in the sin table's convention: cat(x2, -x1)."""
+    return q * cos + rotate_half_flipped(q) * sin  # expect: POS001
+
+
+def apply_rotary_chunks(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """The 2x2 rotation on the two halves of the head dim."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # expect: POS001
+
+
+def mix_halves(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Not a rotation: the halves are scaled and concatenated, nothing is negated or crossed."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((x1 * a, x2 * b), dim=-1)  # ok: POS001

@@ -13,8 +13,9 @@ Not expected:
 - FUS003 on the timestep frequencies: a chain on a tiny arange-built table.
 - FUS002 in the residual block: its convolutions feed GroupNorm or a residual add,
   and a swish before a conv is not an epilogue of it.
-- FUS002 where the time-embedding nn.Sequential (Linear -> SiLU -> Linear) is called:
-  a Sequential's layers run at its call site, so that is where the finding points.
+- FUS002 on the time-embedding nn.Sequential (Linear -> SiLU -> Linear): it runs on
+  one embedding vector per sample (cold code), so its confidence stays below the
+  default threshold.
 """
 
 import math
@@ -106,13 +107,13 @@ class MidBlock(nn.Module):
         self.attn_1 = SpatialSelfAttention(channels)
         self.block_2 = ResnetBlock(channels, channels, temb_channels)
         self.time_embed = nn.Sequential(
-            nn.Linear(channels, temb_channels),
-            nn.SiLU(),
+            nn.Linear(channels, temb_channels),  # ok: FUS002
+            nn.SiLU(),  # ok: FUS002
             nn.Linear(temb_channels, temb_channels),
         )
 
     def forward(self, x, timesteps):
-        temb = self.time_embed(timestep_embedding(timesteps, x.shape[1]))  # expect: FUS002
+        temb = self.time_embed(timestep_embedding(timesteps, x.shape[1]))  # ok: FUS002
         h = self.block_1(x, temb)
         h = self.attn_1(h)
         return self.block_2(h, temb)
