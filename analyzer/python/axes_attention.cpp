@@ -54,6 +54,51 @@ bool from_probabilities(const ir::Function& fn, ir::NodeId id) {
   return false;
 }
 
+// Is `id` a table built from constants (linspace bin centers, an arange), not data: a
+// softmax times such a table is an expected value, not attention. Unsure: no.
+bool constant_table(const ir::Function& fn, ir::NodeId id) {
+  std::vector<ir::NodeId> todo{id};
+  size_t seen = 0;
+  bool table = false;
+  while (!todo.empty()) {
+    if (++seen > 24) return false;
+    ir::NodeId n = todo.back();
+    todo.pop_back();
+    if (n >= fn.nodes.size()) return false;
+    const ir::Node& x = fn.nodes[n];
+    if (x.op == "name") {  // `x.device`, `x.dtype`: placement, not data
+      const ir::Attr* nm = x.attr("name");
+      const std::string* t = nm ? std::get_if<std::string>(nm) : nullptr;
+      auto ends = [&](std::string_view suf) { return t && t->size() > suf.size() && t->compare(t->size() - suf.size(), suf.size(), suf) == 0; };
+      if (ends(".device") || ends(".dtype") || (t && t->rfind("torch.", 0) == 0)) continue;  // torch.float32
+    }
+    if (x.op == "input") {  // a parameter annotated as a Python number
+      const ir::Attr* ty = x.attr("type");
+      const std::string* t = ty ? std::get_if<std::string>(ty) : nullptr;
+      if (t && (*t == "float" || *t == "int")) continue;
+    }
+    if (is_one_of(x.op, {"input", "name", "linear", "conv", "embedding", "randn", "softmax", "sdpa", "matmul"}) ||
+        x.attr("module_class"))
+      return false;
+    if (x.inputs.empty()) {  // a leaf must be a constant or a table built from constants
+      const ir::Attr* c = x.attr("callee");
+      const std::string* callee = c ? std::get_if<std::string>(c) : nullptr;
+      bool creation = is_one_of(x.op, {"arange", "ones", "zeros", "full", "tril", "triu"}) ||
+                      (callee && (callee->find("linspace") != std::string::npos || callee->find("arange") != std::string::npos));
+      if (creation) table = true;
+      else if (!is_one_of(x.op, {"const", "scalar"})) return false;
+    } else if (x.op == "call") {
+      const ir::Attr* c = x.attr("callee");
+      const std::string* callee = c ? std::get_if<std::string>(c) : nullptr;
+      if (callee && (callee->find("linspace") != std::string::npos || callee->find("arange") != std::string::npos)) table = true;
+      else return false;  // an opaque call: unsure
+    }
+    for (ir::NodeId in : x.inputs)
+      if (in < n) todo.push_back(in);
+  }
+  return table;
+}
+
 struct Verdict {
   bool refuted = false;
   std::string why;
@@ -142,6 +187,10 @@ void annotate_axes(ir::Function& fn) {
           if (!w.refuted && !moved && oc.clean && soft.id != 0 && summed.id != 0 && summed.id != soft.id) {
             w.refuted = true;
             w.why = "the product with the probabilities does not sum over the softmax axis";
+          }
+          if (!w.refuted && n.inputs.size() == 2 && constant_table(fn, n.inputs[1 - side])) {
+            w.refuted = true;
+            w.why = "the other operand is a table of constants (an expected value over bins), not values";
           }
           if (!w.refuted && n.inputs.size() == 2 && from_probabilities(fn, n.inputs[1 - side])) {
             w.refuted = true;

@@ -19,7 +19,8 @@ Not expected (near misses, marked ok):
 - a softmax over the query axis (each key's weights over queries) before the product with v;
 - linear attention: softmax of q and of k separately, kᵀ·v first;
 - sigmoid attention and a sum-normalized score matrix: no softmax;
-- a Nystrom approximation's kernel_1 · pinv(kernel_2): the other operand is not values.
+- a Nystrom approximation's kernel_1 · pinv(kernel_2): the other operand is not values;
+- a categorical mean: softmax over bins times a table of bin centers.
 """
 
 import math
@@ -312,3 +313,12 @@ class NystromApproximation(nn.Module):
         kernel_3 = F.softmax(q_land @ k.transpose(-1, -2), dim=-1)
         landmark_values = kernel_3 @ v  # expect: ATT001
         return mixed @ landmark_values
+
+
+def expected_bin_value(logits: torch.Tensor, start: float = 0.0, end: float = 1.0):
+    """A categorical mean: softmax over bins times the bin centers (AlphaFold's pLDDT)."""
+    num_bins = logits.shape[-1]
+    edges = torch.linspace(start, end, num_bins + 1, device=logits.device)
+    centers = (edges[:-1] + edges[1:]) / 2
+    weights = torch.einsum("...c,...cb->...b", logits, logits.new_ones(logits.shape[-1], num_bins))
+    return weights.softmax(-1) @ centers.unsqueeze(1)  # ok: ATT001
