@@ -156,7 +156,15 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const std::set<st
         }
         Range focus;
         for (const auto& label : p.focus)
-          if (ir::NodeId id = m->label(label); id != ir::kNoNode) focus = merge(focus, fn.nodes[id].range);
+          if (ir::NodeId id = m->label(label); id != ir::kNoNode) {
+            // A helper's result inlined here is shown where this function calls the helper,
+            // when the match also has steps in this function's own text; a match made
+            // only of inlined steps stays in the helper, where its fix goes.
+            const ir::Node& fnode = fn.nodes[id];
+            bool via_call = own.valid() && fn.range.valid() && !contains(fn.range, fnode.range) &&
+                            fnode.site.valid() && contains(fn.range, fnode.site);
+            focus = merge(focus, via_call ? fnode.site : fnode.range);
+          }
         c.finding.range = focus.valid() ? focus : own.valid() ? own : node.range;
         if (!c.finding.range.valid()) c.finding.range = node.range;
         c.located_in_own_function = own.valid();

@@ -25,6 +25,7 @@ struct Node {
   std::map<std::string, Attr> attrs;
   Range range;                  // the source that produced this node
   uint32_t region = 0;          // innermost enclosing region (index into Function::regions)
+  Range site;                   // a helper's result inlined into a caller: the call (where a user edits)
 
   const Attr* attr(const std::string& key) const {
     auto it = attrs.find(key);

@@ -60,6 +60,7 @@ struct AttrFact {
   enum Kind { kModule, kScalar, kCausal } kind = kScalar;
   int module = -1;
   bool sqrt_like = false;
+  std::optional<double> literal;  // a scalar assigned a numeric literal (`self.n_rep = 1`)
 };
 
 struct ClassInfo {
@@ -454,6 +455,23 @@ class Builder {
   };
 
   static const OpSpec* find_op(std::string_view name, uint8_t where);
+
+  // ------------------------------------------------------ shape arguments (builder_shapes.cpp)
+
+  // Keeps what the axis pass (axes.cpp) reads: `shape` on view/reshape/expand/repeat,
+  // `dim` on unsqueeze/squeeze/split/chunk/unbind, `start`/`end` on flatten, and
+  // `repeat_one` when a repeat count is known to be 1 (n_rep = 1: no head is copied).
+  void shape_attrs(NodeId id, Args& a, std::string_view method);
+  // A count written as a literal, a local bound to a constant, or an attribute that every
+  // assignment in the file sets to the same literal (`self.num_key_value_groups = 1`).
+  std::optional<double> count_value(TSNode e);
+  std::optional<double> count_of_node(NodeId id);
+  std::optional<double> file_literal_attr(std::string_view name);
+  void scan_literal_attrs(TSNode block, int depth);
+  // einsum with two operands that is not a plain matmul: a `matmul` with `subscripts`.
+  Value einsum_contraction(NodeId a, NodeId b, TSNode spec, TSNode e, const std::string& callee);
+  std::unordered_map<std::string, double> literal_attrs_;  // NaN: assigned different values
+  bool literal_attrs_ready_ = false;
 
   Value lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string& callee);
 };

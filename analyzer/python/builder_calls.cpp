@@ -196,6 +196,7 @@ Value Builder::lower_named_call(const std::string& callee, Args& a, TSNode e) {
     TSNode pattern = a.get(1, "pattern");
     if (!ts_node_is_null(pattern)) set(id, "text", clip(text(pattern)));
     set(id, "callee", callee);
+    shape_attrs(id, a, c.name == "rearrange" ? "einops.rearrange" : c.name == "repeat" ? "einops.repeat" : "einops.reduce");
     return val(id);
   }
   return opaque(a, e, callee);

@@ -335,7 +335,11 @@ Value Builder::lower_self_path(TSNode e, const std::vector<std::string_view>& pa
   ClassInfo& c = classes_[sc.cls];
   auto f = c.facts.find(parts[1]);
   if (f != c.facts.end() && parts.size() == 2) {
-    if (f->second.kind == AttrFact::kScalar) return val(emit_scalar(e, f->second.sqrt_like));
+    if (f->second.kind == AttrFact::kScalar) {
+      NodeId id = emit_scalar(e, f->second.sqrt_like);
+      if (f->second.literal) set(id, "literal", *f->second.literal);  // read by repeat counts (n_rep = 1)
+      return val(id);
+    }
     if (f->second.kind == AttrFact::kCausal) {
       NodeId id = emit_name(e, display);
       set(id, "causal", true);

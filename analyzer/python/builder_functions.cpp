@@ -167,6 +167,7 @@ Value Builder::inline_call(int fi, Args& a, TSNode e, int cls, const std::string
     }
     callee.vars[p.name] = v;
   }
+  size_t first_inlined = st_->fn.nodes.size();
   st_->inlining.push_back(fi);
   ++st_->inline_depth;
   lower_block(field(f.def, S.f_body));
@@ -175,6 +176,9 @@ Value Builder::inline_call(int fi, Args& a, TSNode e, int cls, const std::string
   st_->scope = caller;
   if (callee.ret.node == kNoNode && callee.ret.module < 0 && !callee.ret.is_tuple)
     return val(emit_const(e, std::nullopt));  // no return: None
+  // Seen from the caller, what the helper computed is where the caller called it.
+  Range site = range_of(e);
+  for (size_t i = first_inlined; i < st_->fn.nodes.size(); ++i) st_->fn.nodes[i].site = site;
   return callee.ret;
 }
 

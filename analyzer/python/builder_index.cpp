@@ -265,6 +265,7 @@ void Builder::scan_init(
       } else if (static_scalar(right)) {
         f.kind = AttrFact::kScalar;
         f.sqrt_like = mentions_sqrt(text(right));
+        f.literal = number(right);
       } else {
         continue;
       }

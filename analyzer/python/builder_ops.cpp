@@ -171,6 +171,8 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
       std::optional<EinsumMatmul> mm;
       if (!ts_node_is_null(spec_node) && sym(unparen(spec_node)) == S.string && operands.size() == 2)
         mm = einsum_as_matmul(unquote(text(unparen(spec_node))));
+      if (!mm && operands.size() == 2 && sym(unparen(spec_node)) == S.string)
+        return einsum_contraction(operands[0].first, operands[1].first, unparen(spec_node), e, callee);
       if (!mm) {
         std::vector<NodeId> ins;
         for (auto& [id, n] : operands) ins.push_back(id);
@@ -324,12 +326,18 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
       return finish(id);
     }
     case Kind::kReshape:
-    case Kind::kShape:
-      return finish(emit(op, {arg_node(a, 0, "input")}, e));
+    case Kind::kShape: {
+      NodeId id = emit(op, {arg_node(a, 0, "input")}, e);
+      shape_attrs(id, a, spec.name);
+      return finish(id);
+    }
     case Kind::kIdentity:
       return arg(a, 0);
-    case Kind::kSplit:
-      return finish(emit("split", {arg_node(a, 0, "input")}, e));
+    case Kind::kSplit: {
+      NodeId id = emit("split", {arg_node(a, 0, "input")}, e);
+      shape_attrs(id, a, spec.name);
+      return finish(id);
+    }
     case Kind::kCat: {
       TSNode list = unparen(a.get(0, "tensors"));
       std::vector<NodeId> ins;
@@ -460,6 +468,7 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
       NodeId id = emit(op, {arg_node(a, 0, "input")}, e);
       TSNode r = a.get(1, "repeats");
       if (!ts_node_is_null(r)) set(id, "repeats", clip(text(r)));
+      if (!ts_node_is_null(r) && count_value(r) == std::optional<double>(1.0)) set(id, "repeat_one", true);
       set_dim(id, a.get(2, "dim"));
       return finish(id);
     }

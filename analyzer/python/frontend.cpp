@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "python/axes.h"
 #include "python/builder.h"
 #include "python/suppressions.h"
 #include "python/syntax.h"
@@ -108,6 +109,7 @@ ir::Module build_ir(const SourceFile& file) {
   TSNode root = ts_tree_root_node(tree.get());
   report_syntax_errors(file, root, out);
   lower_file(file, root, out);
+  for (ir::Function& f : out.functions) annotate_axes(f);  // axis roles, attention facts
   out.suppressions = find_suppressions(file.text);
   return out;
 }

@@ -160,7 +160,14 @@ std::optional<EinsumMatmul> einsum_as_matmul(std::string_view spec) {
     }
   }
   if (contracted == 0) return std::nullopt;
-  // a @ b reads a[..., i, c] and b[..., c, j].
+  // a @ b reads a[..., i, c] and b[..., c, j] and writes [..., i, j]: the output must list
+  // a's free index, then b's, last (else the product is the transpose of the einsum's).
+  auto free_last = [&](std::string_view x) {
+    for (auto it = x.rbegin(); it != x.rend(); ++it)
+      if (*it != contracted) return *it;
+    return '\0';
+  };
+  if (out.size() < 2 || out[out.size() - 2] != free_last(a) || out.back() != free_last(b)) return std::nullopt;
   EinsumMatmul m;
   if (a.back() != contracted) {
     if (a[a.size() - 2] != contracted) return std::nullopt;

@@ -9,7 +9,8 @@ Expected findings:
 - NRM002 in RMSNorm.forward, where _norm's x * rsqrt(mean(x²) + eps) is cast back and
   scaled by the weight (the whole norm; _norm alone is part of it).
 - POS001 on the two rotary lines in apply_rotary: x*cos + rotate_half(x)*sin.
-- ATT002 in repeat_kv: heads materialized with expand + reshape before attention.
+- ATT002 at the two repeat_kv calls in Attention.forward, where the user edits: the
+  helper materializes the heads with expand + reshape before attention.
 - ATT001 at `output = torch.matmul(scores, values)`.
 - FUS001 at the SwiGLU line; FUS002 is not expected there as well: the fused gate
   (or torch.compile) that FUS001 proposes also absorbs the w1 epilogue.
@@ -78,7 +79,7 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     b, n_kv_heads, t, head_dim = x.shape
     if n_rep == 1:
         return x
-    return x[:, :, None, :, :].expand(b, n_kv_heads, n_rep, t, head_dim).reshape(b, n_kv_heads * n_rep, t, head_dim)  # expect: ATT002
+    return x[:, :, None, :, :].expand(b, n_kv_heads, n_rep, t, head_dim).reshape(b, n_kv_heads * n_rep, t, head_dim)
 
 
 class Attention(nn.Module):
@@ -101,8 +102,8 @@ class Attention(nn.Module):
 
         xq, xk = apply_rotary(xq, xk, cos[:seqlen], sin[:seqlen])
 
-        keys = repeat_kv(xk, self.n_rep)
-        values = repeat_kv(xv, self.n_rep)
+        keys = repeat_kv(xk, self.n_rep)  # expect: ATT002
+        values = repeat_kv(xv, self.n_rep)  # expect: ATT002
 
         scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
         if mask is not None:
