@@ -214,8 +214,9 @@ test('push diagnostics are re-published when pyproject.toml changes', async (t) 
   fs.writeFileSync(path.join(root, 'pyproject.toml'), '[tool.mlsem]\nselect = ["NOPE999"]\n');
   const seen2 = c.events.length;
   await c.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: uriOf(path.join(root, 'pyproject.toml')), type: 2 }] });
-  const warning = await c.waitFor((e) => e.method === 'window/logMessage' && /NOPE999/.test(e.params.message), 5000, seen2);
+  const warning = await c.waitFor((e) => e.method === 'window/showMessage' && /NOPE999/.test(e.params.message), 5000, seen2);
   assert.equal(warning.params.type, 2);
+  assert.match(warning.params.message, /pyproject\.toml:2:/, 'names the file and line');
   assert.equal(await c.close(), 0);
 });
 
