@@ -145,8 +145,7 @@ std::vector<json> Server::prepare_settings(const std::string& path) {
   const std::vector<FileError>& errors = resolver_->errors();
   for (; config_errors_shown_ < errors.size(); ++config_errors_shown_) {
     const FileError& e = errors[config_errors_shown_];
-    std::string message = "mlsem: " + e.path + (e.line ? ":" + std::to_string(e.line) : "") + ": " + e.message +
-                          " (the defaults apply to files under it until it is fixed)";
+    std::string message = "mlsem: " + e.path + (e.line ? ":" + std::to_string(e.line) : "") + ": " + e.message;
     out.push_back({{"jsonrpc", "2.0"}, {"method", "window/showMessage"}, {"params", {{"type", 2}, {"message", message}}}});
     out.push_back({{"jsonrpc", "2.0"}, {"method", "window/logMessage"}, {"params", {{"type", 2}, {"message", message}}}});
   }
@@ -225,7 +224,12 @@ void Server::worker_loop(std::stop_token stop) {
 
     lock.lock();
     auto it = docs_.find(uri);
-    if (it == docs_.end() || it->second.edits != edits || encoding != encoding_) continue;  // stale: analyzed again
+    if (it == docs_.end() || it->second.edits != edits || encoding != encoding_) {  // stale: analyzed again
+      lock.unlock();
+      send_all(out);  // configuration problems and traces still go out
+      lock.lock();
+      continue;
+    }
     Document& doc = it->second;
     doc.dirty = false;
     doc.analyzed = edits;
