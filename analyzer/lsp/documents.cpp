@@ -125,7 +125,7 @@ void Server::reload_config() {
   bool refresh = false;
   {
     std::lock_guard lock(mutex_);
-    resolver_ = std::make_unique<config::Resolver>(engine_, config::CommandLine{});
+    resolver_ = new_resolver(engine_);
     config_errors_shown_ = 0;
     for (auto& [uri, doc] : docs_) {
       std::vector<json> more = prepare_settings(doc.path);  // a bad file is shown now
@@ -150,6 +150,13 @@ std::vector<json> Server::prepare_settings(const std::string& path) {
     out.push_back({{"jsonrpc", "2.0"}, {"method", "window/logMessage"}, {"params", {{"type", 2}, {"message", message}}}});
   }
   return out;
+}
+
+std::unique_ptr<config::Resolver> new_resolver(const Engine& engine) {
+  auto resolver = std::make_unique<config::Resolver>(engine, config::CommandLine{});
+  std::vector<FileError> errors;  // none: no command-line selectors, no --config
+  resolver->init(errors);         // computes the defaults
+  return resolver;
 }
 
 bool is_config_file(const std::string& path) {

@@ -8,7 +8,7 @@ namespace mlsem::lsp {
 Server::Server(const Engine& engine, const kernels::Catalog* catalog, ServerOptions options, MessageReader& in,
                MessageWriter& out)
     : engine_(engine), catalog_(catalog), options_(std::move(options)), in_(in), out_(out) {
-  resolver_ = std::make_unique<config::Resolver>(engine_, config::CommandLine{});
+  resolver_ = new_resolver(engine_);
   worker_ = std::jthread([this](std::stop_token stop) { worker_loop(stop); });
 }
 

@@ -32,6 +32,9 @@ namespace mlsem::lsp {
 // Whether a changed file (path or URI path) is one the configuration is read from.
 bool is_config_file(const std::string& path);
 
+// A configuration resolver as `mlsem analyze` makes one with no options (documents.cpp).
+std::unique_ptr<config::Resolver> new_resolver(const Engine& engine);
+
 using Clock = std::chrono::steady_clock;
 
 struct ServerOptions {
