@@ -121,19 +121,47 @@ void Server::did_change_watched_files(const json& params) {
 // The configuration changed: every document is analyzed again under the new rules
 // and its diagnostics re-published (push) or the client asked to pull again.
 void Server::reload_config() {
-  std::vector<std::string> problems;
+  std::vector<json> problems;
   bool refresh = false;
   {
     std::lock_guard lock(mutex_);
-    config_ = load_workspace_config(root_);
-    rules_ = selected_rules(engine_, config_);
-    problems = config_.problems;
-    for (auto& [uri, doc] : docs_) schedule(doc, false);
+    resolver_ = new_resolver(engine_);
+    config_errors_shown_ = 0;
+    for (auto& [uri, doc] : docs_) {
+      std::vector<json> more = prepare_settings(doc.path);  // a bad file is shown now
+      problems.insert(problems.end(), more.begin(), more.end());
+      schedule(doc, false);
+    }
     refresh = pull_ && refresh_support_;
     wake_.notify_all();
   }
-  for (const std::string& p : problems) log(2, "mlsem: " + p);
+  send_all(problems);
   if (refresh) request("workspace/diagnostic/refresh", nullptr);
+}
+
+std::vector<json> Server::prepare_settings(const std::string& path) {
+  if (!path.empty()) resolver_->prepare({path});
+  std::vector<json> out;
+  const std::vector<FileError>& errors = resolver_->errors();
+  for (; config_errors_shown_ < errors.size(); ++config_errors_shown_) {
+    const FileError& e = errors[config_errors_shown_];
+    std::string message = "mlsem: " + e.path + (e.line ? ":" + std::to_string(e.line) : "") + ": " + e.message;
+    out.push_back({{"jsonrpc", "2.0"}, {"method", "window/showMessage"}, {"params", {{"type", 2}, {"message", message}}}});
+    out.push_back({{"jsonrpc", "2.0"}, {"method", "window/logMessage"}, {"params", {{"type", 2}, {"message", message}}}});
+  }
+  return out;
+}
+
+std::unique_ptr<config::Resolver> new_resolver(const Engine& engine) {
+  auto resolver = std::make_unique<config::Resolver>(engine, config::CommandLine{});
+  std::vector<FileError> errors;  // none: no command-line selectors, no --config
+  resolver->init(errors);         // computes the defaults
+  return resolver;
+}
+
+bool is_config_file(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  return name == "mlsem.toml" || name == "pyproject.toml";
 }
 
 json Server::publish_params(const Document& doc) const {
@@ -165,10 +193,14 @@ void Server::worker_loop(std::stop_token stop) {
     bool analyzable = next->analyzable;
     Encoding encoding = encoding_;
     bool trace = trace_;
+    std::vector<json> config_problems = prepare_settings(next->path);
+    const config::FileSettings& settings = resolver_->settings_for(next->path);
     DriverOptions options;
     options.jobs = 1;
-    options.min_confidence = config_.min_confidence.value_or(kDefaultMinConfidence);
-    options.only_rules = rules_;
+    options.min_confidence = settings.min_confidence;
+    options.only_rules = settings.rules;
+    options.severity = settings.severity;
+    options.torch_version = settings.torch_version;
     options.catalog = catalog_;
     options.cuda = options_.cuda;
     lock.unlock();
@@ -182,7 +214,7 @@ void Server::worker_loop(std::stop_token stop) {
     json diagnostics = json::array();
     for (const Finding& f : report.findings) diagnostics.push_back(to_diagnostic(f, engine_, text, encoding, uri));
     Clock::time_point t2 = Clock::now();
-    std::vector<json> out;
+    std::vector<json> out = std::move(config_problems);
     if (trace) {
       auto ms = [](Clock::duration d) { return std::to_string(std::chrono::duration<double, std::milli>(d).count()); };
       out.push_back({{"jsonrpc", "2.0"},
@@ -199,7 +231,12 @@ void Server::worker_loop(std::stop_token stop) {
 
     lock.lock();
     auto it = docs_.find(uri);
-    if (it == docs_.end() || it->second.edits != edits || encoding != encoding_) continue;  // stale: analyzed again
+    if (it == docs_.end() || it->second.edits != edits || encoding != encoding_) {  // stale: analyzed again
+      lock.unlock();
+      send_all(out);  // configuration problems and traces still go out
+      lock.lock();
+      continue;
+    }
     Document& doc = it->second;
     doc.dirty = false;
     doc.analyzed = edits;

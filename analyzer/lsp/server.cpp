@@ -8,7 +8,7 @@ namespace mlsem::lsp {
 Server::Server(const Engine& engine, const kernels::Catalog* catalog, ServerOptions options, MessageReader& in,
                MessageWriter& out)
     : engine_(engine), catalog_(catalog), options_(std::move(options)), in_(in), out_(out) {
-  rules_ = selected_rules(engine_, config_);
+  resolver_ = new_resolver(engine_);
   worker_ = std::jthread([this](std::stop_token stop) { worker_loop(stop); });
 }
 
@@ -207,8 +207,6 @@ json Server::initialize(const json& params) {
         ws.contains("didChangeWatchedFiles") && ws["didChangeWatchedFiles"].value("dynamicRegistration", false);
     root_ = root;
     trace_ = params.contains("trace") && params["trace"].is_string() && params["trace"] != "off";
-    config_ = load_workspace_config(root_);
-    rules_ = selected_rules(engine_, config_);
   }
 
   json capabilities = {
@@ -224,14 +222,11 @@ json Server::initialize(const json& params) {
 }
 
 void Server::initialized() {
-  std::vector<std::string> problems;
   bool watch = false;
   {
     std::lock_guard lock(mutex_);
-    problems = config_.problems;
     watch = watch_registration_;
   }
-  for (const std::string& p : problems) log(2, "mlsem: " + p);
   if (watch)
     request("client/registerCapability",
             {{"registrations",

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -15,10 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "config/config.h"
 #include "cuda/frontend.h"
 #include "engine/engine.h"
 #include "lsp/actions.h"
-#include "lsp/config.h"
 #include "lsp/text.h"
 #include "lsp/transport.h"
 
@@ -27,6 +28,12 @@ class Catalog;
 }
 
 namespace mlsem::lsp {
+
+// Whether a changed file (path or URI path) is one the configuration is read from.
+bool is_config_file(const std::string& path);
+
+// A configuration resolver as `mlsem analyze` makes one with no options (documents.cpp).
+std::unique_ptr<config::Resolver> new_resolver(const Engine& engine);
 
 using Clock = std::chrono::steady_clock;
 
@@ -102,6 +109,9 @@ class Server {
   void did_close(const json& params);
   void did_change_watched_files(const json& params);
   void reload_config();
+  // Loads the configuration for a document's path into resolver_ (lock held); the
+  // configuration problems not yet shown, as showMessage/logMessage notifications.
+  std::vector<json> prepare_settings(const std::string& path);
   void schedule(Document& doc, bool burst);
   void worker_loop(std::stop_token stop);
   // Requests answered from fresh analyses; answered now when possible, else queued.
@@ -136,8 +146,10 @@ class Server {
   bool watch_registration_ = false;
   bool trace_ = false;          // $/logTrace the analysis times (initialize's trace, $/setTrace)
   std::filesystem::path root_;
-  WorkspaceConfig config_;
-  std::set<std::string> rules_;
+  // Settings per document as `mlsem analyze` resolves them (analyzer/config): the
+  // nearest mlsem.toml / [tool.mlsem] above the file. Replaced when a configuration changes.
+  std::unique_ptr<config::Resolver> resolver_;
+  size_t config_errors_shown_ = 0;
   uint64_t generation_ = 0;     // result ids: "<generation>"
   uint64_t scheduled_ = 0;      // counts schedule() calls: a waiting worker looks again
   std::map<std::string, Document> docs_;

@@ -214,8 +214,31 @@ test('push diagnostics are re-published when pyproject.toml changes', async (t) 
   fs.writeFileSync(path.join(root, 'pyproject.toml'), '[tool.mlsem]\nselect = ["NOPE999"]\n');
   const seen2 = c.events.length;
   await c.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: uriOf(path.join(root, 'pyproject.toml')), type: 2 }] });
-  const warning = await c.waitFor((e) => e.method === 'window/logMessage' && /NOPE999/.test(e.params.message), 5000, seen2);
+  const warning = await c.waitFor((e) => e.method === 'window/showMessage' && /NOPE999/.test(e.params.message), 5000, seen2);
   assert.equal(warning.params.type, 2);
+  assert.match(warning.params.message, /pyproject\.toml:2:/, 'names the file and line');
+  assert.equal(await c.close(), 0);
+});
+
+test('each document gets its nearest configuration, as mlsem analyze applies it', async (t) => {
+  const root = tempWorkspace();
+  fs.mkdirSync(path.join(root, 'sub'));
+  fs.writeFileSync(path.join(root, 'mlsem.toml'), '[per-file-ignores]\n"skip_*.py" = ["ACT001"]\n');
+  fs.writeFileSync(path.join(root, 'sub', 'mlsem.toml'), '[severity]\nACT001 = "error"\n');
+  const top = uriOf(path.join(root, 'model.py'));
+  const skipped = uriOf(path.join(root, 'skip_me.py'));
+  const nested = uriOf(path.join(root, 'sub', 'model.py'));
+  const c = new Client(t);
+  await c.initialize(capabilitiesFor('utf-16'), { rootUri: uriOf(root) });
+  for (const uri of [top, skipped, nested])
+    await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: SOURCE } });
+  const atTop = await c.diagnostics(top, 1);
+  assert.equal(atTop.length, 2);
+  assert.ok(atTop.every((d) => d.severity !== 1), 'the root configuration does not raise the severity');
+  assert.deepEqual(await c.diagnostics(skipped, 1), [], 'per-file-ignores of the root configuration');
+  const inSub = await c.diagnostics(nested, 1);
+  assert.equal(inSub.length, 2, 'the nearest configuration wins: no per-file-ignores, no inherited keys');
+  assert.ok(inSub.every((d) => d.severity === 1), 'severity override from sub/mlsem.toml');
   assert.equal(await c.close(), 0);
 });
 
