@@ -11,6 +11,7 @@
 #include <string>
 
 #include "driver/driver.h"
+#include "mlsem_cli.h"
 #include "temp_dir.h"
 
 namespace mlsem {
@@ -21,30 +22,12 @@ using nlohmann::json;
 
 using test_support::TempDir;
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using test_support::Outcome;
+using test_support::contains;
 
-// Runs `cd DIR && ENV mlsem ARGS` through the shell; ARGS and ENV are shell text.
 Outcome mlsem(const std::string& args, const std::string& dir = ".", const std::string& env = "") {
-  TempDir capture;
-  std::string err_file = capture.str() + "/stderr";
-  std::string command = "cd '" + dir + "' && " + env + " '" MLSEM_BINARY "' " + args + " 2>'" + err_file + "'";
-  Outcome run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.out.append(buffer, n);
-  int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(err), {});
-  return run;
+  return test_support::run_mlsem(args, dir, env);
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The ATT001 finding spans the matched nodes: from `q @ k` on line 6 (column 14,
 // after "    scores = ") to the end of `probs @ v` on line 8 (column 21, exclusive).
