@@ -94,11 +94,12 @@ configuration or internal errors
 
 Lists every rule: id, name, concept, severity, status (stable or preview), summary.
 )"},
-    {"explain", R"(usage: mlsem explain RULE [--data DIR]
+    {"explain", R"(usage: mlsem explain RULE [--format text|markdown] [--data DIR]
 
 Prints a rule's documentation: summary, why it is slow, an example, the example fixed,
 the fix, its concept with the concepts above it, and its reference kernel.
-RULE is an id (ATT001) or a name (hand-written-attention).
+RULE is an id (ATT001) or a name (hand-written-attention). --format markdown prints
+the page docs/rules/<ID>.md holds (scripts/rule_docs.sh writes them all).
 )"},
     {"ir", R"(usage: mlsem ir FILE [--cuda-path DIR] [-p BUILD_DIR]
 

@@ -49,13 +49,23 @@ int rules(const std::vector<std::string>& args, const char* argv0) {
 }
 
 int explain(const std::vector<std::string>& args, const char* argv0) {
-  CommandLine line = parse("explain", args, {{}, {"--data"}, {}});
+  CommandLine line = parse("explain", args, {{}, {"--data", "--format"}, {}});
   if (line.flags.contains("--help")) return print_help("explain"), kClean;
   if (line.positional.size() != 1) throw UsageError("explain", "expected one rule id or name");
   fs::path data = data_dir(line, argv0);
   Engine engine = load_engine(data);
   const Rule* rule = engine.rule(line.positional[0]);
   if (!rule) throw UsageError("explain", "no rule '" + line.positional[0] + "' (see `mlsem rules`)");
+  if (choice(line, "explain", "--format", {"text", "markdown"}, "text") == "markdown") {
+    std::string measured;
+    if (rule->kernel) {
+      std::vector<FileError> errors;
+      kernels::Catalog catalog = load_catalog(data, errors);
+      if (catalog.find(*rule->kernel)) measured = catalog.speedup_summary(*rule->kernel);
+    }
+    std::cout << report::explain_markdown(*rule, engine, measured);
+    return kClean;
+  }
   std::cout << report::explain(*rule, engine);
   if (rule->kernel) {
     std::vector<FileError> errors;

@@ -131,6 +131,56 @@ std::string explain(const Rule& rule, const Engine& engine) {
   return out;
 }
 
+namespace {
+
+void md_section(std::string_view heading, const std::string& text, std::string& out) {
+  std::string body = text;
+  while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
+  while (!body.empty() && body.front() == '\n') body.erase(0, 1);
+  if (body.empty()) return;
+  out += "\n## " + std::string(heading) + "\n\n";
+  out += body + "\n";
+}
+
+}  // namespace
+
+std::string explain_markdown(const Rule& rule, const Engine& engine, const std::string& measured) {
+  std::string out = "# " + rule.id + " " + rule.name + "\n\n";
+  out += "Severity " + rule.severity + ", " + rule.status + ", " + rule.language;
+  if (!rule.level.empty()) out += "; fix level: " + rule.level;
+  if (!rule.requires_torch.empty()) out += "; needs torch >= " + rule.requires_torch;
+  out += ".\n";
+  if (!rule.docs.summary.empty()) out += "\n" + rule.docs.summary + "\n";
+  md_section("Message", rule.message, out);
+  md_section("Why", rule.docs.why, out);
+  std::string lang = rule.language == "cuda" ? "cuda" : "python";
+  auto code = [&](std::string_view heading, const std::string& text) {
+    std::string body = text;
+    while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
+    while (!body.empty() && body.front() == '\n') body.erase(0, 1);
+    if (!body.empty()) out += "\n## " + std::string(heading) + "\n\n```" + lang + "\n" + body + "\n```\n";
+  };
+  code("Example", rule.docs.example);
+  code("Fixed", rule.docs.fixed_example);
+  code("Fix", rule.fix);
+  std::string concept_text = "`" + rule.concept_id + "`";
+  if (const Concept* c = engine.concept_by_id(rule.concept_id)) {
+    concept_text = c->name + " (`" + c->id + "`)";
+    if (std::vector<std::string> is_a = ancestors(*c, engine); !is_a.empty()) concept_text += ", is a: " + join(is_a, ", ");
+    if (!c->summary.empty()) concept_text += "\n\n" + c->summary;
+  }
+  md_section("Concept", concept_text, out);
+  if (rule.kernel) {
+    std::string kernel = "[" + *rule.kernel + "](../../" + *rule.kernel + "/)";
+    if (!measured.empty()) kernel += ": " + measured;
+    md_section("Reference kernel", kernel, out);
+  }
+  if (!rule.supersedes.empty()) md_section("Supersedes", join(rule.supersedes, ", "), out);
+  out += "\n---\nGenerated from `" + rule.file.substr(rule.file.rfind("rules/") == std::string::npos ? 0 : rule.file.rfind("rules/")) +
+         "` by `mlsem explain --format markdown " + rule.id + "`; `bash scripts/rule_docs.sh` regenerates every page.\n";
+  return out;
+}
+
 std::string concepts_list(const std::vector<Concept>& concepts) {
   std::vector<Row> rows = {{"ID", "NAME", "PARENTS"}};
   for (const Concept& c : concepts) rows.push_back({c.id, c.name, join(c.parents, ", ")});

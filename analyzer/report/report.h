@@ -86,6 +86,9 @@ std::string rules_json(const std::vector<Rule>& rules);
 // `mlsem explain RULE`: summary, why, example, fixed example, fix, concept and its
 // ancestors, kernel.
 std::string explain(const Rule& rule, const Engine& engine);
+// The same as a Markdown page: docs/rules/<ID>.md, where editors link a finding's code
+// (`measured`: the reference kernel's speedup summary, or "").
+std::string explain_markdown(const Rule& rule, const Engine& engine, const std::string& measured);
 // `mlsem concepts`: id, name and parents of each concept.
 std::string concepts_list(const std::vector<Concept>& concepts);
 

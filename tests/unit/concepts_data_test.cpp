@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -160,6 +161,39 @@ TEST_F(ConceptsData, EveryKernelNamesAKernelsDirectory) {
       EXPECT_TRUE(std::filesystem::is_directory(kernels_dir / k))
           << c.file << ":" << c.line << ": concept " << c.id << " names kernel '" << k
           << "' but " << (kernels_dir / k).string() << " does not exist";
+}
+
+}  // namespace
+}  // namespace mlsem
+
+namespace mlsem {
+namespace {
+
+// Editors link each finding's code to docs/rules/<ID>.md (`mlsem lsp`, findings.h):
+// every rule has its page, headed with its id and name, and no page outlives its rule.
+TEST(RuleDocs, EveryRuleHasItsPage) {
+  std::vector<FileError> errors;
+  std::optional<Engine> engine = Engine::load(MLSEM_SOURCE_DIR, errors);
+  ASSERT_TRUE(engine.has_value());
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(MLSEM_SOURCE_DIR) / "docs" / "rules";
+  std::set<std::string> ids;
+  for (const Rule& rule : engine->rules()) {
+    ids.insert(rule.id);
+    fs::path page = dir / (rule.id + ".md");
+    std::ifstream in(page);
+    ASSERT_TRUE(in.good()) << page << " is missing: bash scripts/rule_docs.sh writes it";
+    std::string heading;
+    std::getline(in, heading);
+    EXPECT_EQ(heading, "# " + rule.id + " " + rule.name) << page;
+    std::string body((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(body.find("## Why"), std::string::npos) << page << " has no Why section";
+  }
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::string name = entry.path().filename().string();
+    if (name == "README.md" || !name.ends_with(".md")) continue;
+    EXPECT_TRUE(ids.contains(name.substr(0, name.size() - 3))) << entry.path() << " documents no rule";
+  }
 }
 
 }  // namespace
