@@ -279,6 +279,7 @@ ir::Module build_module(const SourceFile& file, [[maybe_unused]] const DriverOpt
 #ifdef MLSEM_WITH_CUDA
   if (driver::language_of(file.path) == "cuda") return cuda::build_ir(file, options.cuda);
 #endif
+  if (options.python_tree && !driver::is_notebook(file.path)) return python::build_ir(file, options.python_tree);
   return python::build_ir(file);
 }
 

@@ -14,6 +14,8 @@
 #include "cuda/frontend.h"
 #include "engine/engine.h"
 
+struct TSTree;
+
 namespace mlsem {
 
 namespace kernels {
@@ -48,6 +50,10 @@ struct DriverOptions {
   bool report_unused_suppressions = false;  // unused `mlsem: ignore` / `noqa` become SUP001 findings
   std::string cache_dir;              // when set, per-file results are cached there (driver/cache.h)
   std::string cache_salt;             // the loaded data's hash, part of every cache key
+  // analyze_source of a .py text only: a tree-sitter parse of exactly that text, which
+  // the Python frontend uses instead of parsing it again (an editor reparses
+  // incrementally after each change). Not taken over; null: parse.
+  const TSTree* python_tree = nullptr;
 };
 
 // The texts of the files that have findings, by path, for reports that quote source.

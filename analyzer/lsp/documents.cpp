@@ -1,6 +1,7 @@
 // Open documents: text synchronization, the debounced analysis worker, diagnostics
 // (pushed or pulled), and the requests answered from a document's fresh analysis.
 #include <time.h>
+#include <tree_sitter/api.h>
 
 #include <algorithm>
 
@@ -22,7 +23,22 @@ bool ends_with_any(const std::string& s, std::initializer_list<const char*> suff
   return std::any_of(suffixes.begin(), suffixes.end(), [&](const char* x) { return s.ends_with(x); });
 }
 
+// The tree-sitter point of a byte offset: rows split at '\n' only, columns in bytes
+// (a '\r' before the '\n' is a column, as tree-sitter counts it).
+TSPoint point_of(const Text& text, size_t offset) {
+  const std::string& s = text.str();
+  offset = std::min(offset, s.size());
+  uint32_t row = static_cast<uint32_t>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  size_t line_start = row == 0 ? 0 : s.rfind('\n', offset - 1) + 1;
+  return {row, static_cast<uint32_t>(offset - line_start)};
+}
+
 }  // namespace
+
+extern "C" const TSLanguage* tree_sitter_python();
+
+void TreeDeleter::operator()(TSTree* t) const { ts_tree_delete(t); }
+void ParserDeleter::operator()(TSParser* p) const { ts_parser_delete(p); }
 
 // A change within debounce_ms of the previous one (typing) waits debounce_ms after
 // the last change; an isolated change, or an open, is analyzed at once.
@@ -72,9 +88,25 @@ void Server::did_change(const json& params) {
       LspPosition b{r.at("end").at("line").get<uint32_t>(), r.at("end").at("character").get<uint32_t>()};
       size_t begin = doc.text.offset(a, encoding_), end = doc.text.offset(b, encoding_);
       if (end < begin) std::swap(begin, end);
-      doc.text.replace(begin, end, change.at("text").get<std::string>());
+      std::string replacement = change.at("text").get<std::string>();
+      TSInputEdit edit{};
+      if (doc.tree) {
+        edit.start_byte = static_cast<uint32_t>(begin);
+        edit.old_end_byte = static_cast<uint32_t>(end);
+        edit.start_point = point_of(doc.text, begin);
+        edit.old_end_point = point_of(doc.text, end);
+      }
+      doc.text.replace(begin, end, replacement);
+      if (doc.tree) {
+        size_t new_end = begin + replacement.size();
+        edit.new_end_byte = static_cast<uint32_t>(new_end);
+        edit.new_end_point = point_of(doc.text, new_end);
+        if (doc.text.str().size() > UINT32_MAX) doc.tree.reset();
+        else ts_tree_edit(doc.tree.get(), &edit);
+      }
     } else {
       doc.text = Text(change.at("text").get<std::string>());
+      doc.tree.reset();  // nothing of the old tree can be reused
     }
   }
   if (td.contains("version") && td["version"].is_number_integer()) doc.version = td["version"];
@@ -191,7 +223,12 @@ void Server::worker_loop(std::stop_token stop) {
     Text text = next->text;
     SourceFile file{next->path, text.str()};
     bool analyzable = next->analyzable;
+    // A Python document is reparsed from its previous tree, edited since (a copy: the
+    // reader thread may edit the document's own tree meanwhile).
+    bool python = analyzable && !next->cuda && !next->path.ends_with(".ipynb") && text.str().size() <= UINT32_MAX;
+    TSTree* old_tree = python && next->tree ? ts_tree_copy(next->tree.get()) : nullptr;
     Encoding encoding = encoding_;
+    std::string docs_base = options_.docs_base;
     bool trace = trace_;
     std::vector<json> config_problems = prepare_settings(next->path);
     const config::FileSettings& settings = resolver_->settings_for(next->path);
@@ -207,12 +244,25 @@ void Server::worker_loop(std::stop_token stop) {
 
     Clock::time_point t0 = Clock::now();
     double cpu0 = thread_cpu_ms();
+    TreePtr tree;
+    if (python) {
+      if (!parser_) {
+        parser_.reset(ts_parser_new());
+        if (!ts_parser_set_language(parser_.get(), tree_sitter_python())) parser_.reset();
+      }
+      if (parser_)
+        tree.reset(ts_parser_parse_string(parser_.get(), old_tree, file.text.data(), static_cast<uint32_t>(file.text.size())));
+      options.python_tree = tree.get();
+    }
+    bool incremental = old_tree && tree;
+    if (old_tree) ts_tree_delete(old_tree);
+    Clock::time_point parsed = Clock::now();
     Report report;
     if (analyzable) report = analyze_source(file, engine_, options);
     Clock::time_point t1 = Clock::now();
     double cpu = thread_cpu_ms() - cpu0;
     json diagnostics = json::array();
-    for (const Finding& f : report.findings) diagnostics.push_back(to_diagnostic(f, engine_, text, encoding, uri));
+    for (const Finding& f : report.findings) diagnostics.push_back(to_diagnostic(f, engine_, text, encoding, uri, docs_base));
     Clock::time_point t2 = Clock::now();
     std::vector<json> out = std::move(config_problems);
     if (trace) {
@@ -221,7 +271,8 @@ void Server::worker_loop(std::stop_token stop) {
                      {"method", "$/logTrace"},
                      {"params", {{"message", "mlsem: analyzed " + uri + " (" + std::to_string(report.findings.size()) +
                                                  " findings): analysis " + ms(t1 - t0) + " ms (cpu " + std::to_string(cpu) + " ms), diagnostics " +
-                                                 ms(t2 - t1) + " ms"}}}});
+                                                 ms(t2 - t1) + " ms; parse " + ms(parsed - t0) + " ms (" +
+                                                 (incremental ? "incremental" : "full") + ")"}}}});
     }
     for (const FileError& e : report.errors)  // syntax errors are the Python server's to show
       if (e.line == 0)
@@ -238,6 +289,7 @@ void Server::worker_loop(std::stop_token stop) {
       continue;
     }
     Document& doc = it->second;
+    doc.tree = std::move(tree);  // the parse of exactly this text: the next edits apply to it
     doc.dirty = false;
     doc.analyzed = edits;
     doc.findings = std::move(report.findings);
@@ -339,7 +391,7 @@ json Server::hover(const Document& doc, const json& params) {
     size_t b = doc.text.offset(f.range.begin), e = doc.text.offset(f.range.end);
     if (at < b || at > e) continue;
     if (!markdown.empty()) markdown += "\n---\n\n";
-    markdown += hover_markdown(f, engine_);
+    markdown += hover_markdown(f, engine_, options_.docs_base);
     if (!range) range = doc.text.range(f.range, encoding_);
   }
   if (markdown.empty()) return nullptr;

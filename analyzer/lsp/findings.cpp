@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "driver/driver.h"
+
 namespace mlsem::lsp {
 namespace {
 
@@ -22,12 +24,12 @@ std::string line_suffix(const Range& r) { return r.valid() ? " (line " + std::to
 
 }  // namespace
 
-std::string rule_docs_url(const Engine& engine, const std::string& rule_id) {
+std::string default_docs_base() { return std::string(homepage()) + "/blob/main/docs/rules/"; }
+
+std::string rule_docs_url(const Engine& engine, const std::string& rule_id, std::string_view base) {
   const Rule* rule = engine.rule(rule_id);
   if (!rule) return "";
-  std::string file = std::filesystem::path(rule->file).filename().string();
-  if (file.empty()) file = rule->id + "-" + rule->name + ".toml";
-  return std::string(kDocsBase) + "rules/" + rule->language + "/" + file;
+  return std::string(base) + rule->id + ".md";
 }
 
 json to_json(const LspPosition& p) { return {{"line", p.line}, {"character", p.character}}; }
@@ -38,7 +40,8 @@ json text_edit(const Edit& edit, const Text& text, Encoding e) {
   return {{"range", to_json(r)}, {"newText", edit.text}};
 }
 
-json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Encoding e, const std::string& uri) {
+json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Encoding e, const std::string& uri,
+                   std::string_view docs_base) {
   json d = {
       {"range", to_json(text.range(f.range, e))},
       {"severity", severity_number(f.severity)},
@@ -46,7 +49,7 @@ json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Enc
       {"source", "mlsem"},
       {"message", f.message + " (confidence " + confidence_text(f.confidence) + ")"},
   };
-  if (std::string url = rule_docs_url(engine, f.rule); !url.empty()) d["codeDescription"] = {{"href", url}};
+  if (std::string url = rule_docs_url(engine, f.rule, docs_base); !url.empty()) d["codeDescription"] = {{"href", url}};
   json related = json::array();
   for (const Evidence& ev : f.evidence)
     if (ev.present && ev.range.valid())
@@ -56,7 +59,7 @@ json to_diagnostic(const Finding& f, const Engine& engine, const Text& text, Enc
   return d;
 }
 
-std::string hover_markdown(const Finding& f, const Engine& engine) {
+std::string hover_markdown(const Finding& f, const Engine& engine, std::string_view docs_base) {
   std::string md = "**mlsem " + f.rule + "** `" + f.rule_name + "` (confidence " + confidence_text(f.confidence) + ")\n\n";
   md += f.message + "\n\n";
   const Concept* concept_ = engine.concept_by_id(f.concept_id);
@@ -90,7 +93,7 @@ std::string hover_markdown(const Finding& f, const Engine& engine) {
       md += "\n\n";
     }
   }
-  if (std::string url = rule_docs_url(engine, f.rule); !url.empty()) md += "[" + f.rule + " documentation](" + url + ")\n";
+  if (std::string url = rule_docs_url(engine, f.rule, docs_base); !url.empty()) md += "[" + f.rule + " documentation](" + url + ")\n";
   return md;
 }
 

@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "kernels/catalog.h"
+#include "lsp/findings.h"
 #include "lsp/server.h"
 
 namespace mlsem::lsp {
@@ -43,6 +44,7 @@ int usage_error(const std::string& message) {
 int run_command(const std::vector<std::string>& args, const char* argv0) {
   std::optional<std::string> data;
   ServerOptions options;
+  options.docs_base = default_docs_base();
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i], value;
     if (arg == "-h" || arg == "--help") {

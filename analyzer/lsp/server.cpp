@@ -188,6 +188,11 @@ json Server::initialize(const json& params) {
     pull = options["diagnosticMode"] == "pull";
   if (options.contains("debounceMs") && options["debounceMs"].is_number_integer())
     options_.debounce_ms = std::clamp(options["debounceMs"].get<int>(), 0, 5000);
+  std::string docs_base;
+  if (options.contains("docsBaseUrl") && options["docsBaseUrl"].is_string() && !options["docsBaseUrl"].get<std::string>().empty()) {
+    docs_base = options["docsBaseUrl"].get<std::string>();
+    if (!docs_base.ends_with('/')) docs_base += '/';
+  }
 
   std::filesystem::path root;
   if (params.contains("workspaceFolders") && params["workspaceFolders"].is_array() && !params["workspaceFolders"].empty())
@@ -201,6 +206,7 @@ json Server::initialize(const json& params) {
     std::lock_guard lock(mutex_);
     encoding_ = encoding;
     pull_ = pull;
+    if (!docs_base.empty()) options_.docs_base = docs_base;
     const json ws = caps.value("workspace", json::object());
     refresh_support_ = ws.contains("diagnostics") && ws["diagnostics"].value("refreshSupport", false);
     watch_registration_ =

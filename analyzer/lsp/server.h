@@ -27,6 +27,9 @@ namespace mlsem::kernels {
 class Catalog;
 }
 
+struct TSTree;
+struct TSParser;
+
 namespace mlsem::lsp {
 
 // Whether a changed file (path or URI path) is one the configuration is read from.
@@ -37,9 +40,18 @@ std::unique_ptr<config::Resolver> new_resolver(const Engine& engine);
 
 using Clock = std::chrono::steady_clock;
 
+struct TreeDeleter {
+  void operator()(TSTree* t) const;
+};
+struct ParserDeleter {
+  void operator()(TSParser* p) const;
+};
+using TreePtr = std::unique_ptr<TSTree, TreeDeleter>;
+
 struct ServerOptions {
   cuda::CudaOptions cuda;
   int debounce_ms = 100;  // a change within this long of the previous one waits this long
+  std::string docs_base;  // rule documentation URLs: docs_base + "<ID>.md" (findings.h)
 };
 
 // JSON-RPC and LSP error codes.
@@ -59,6 +71,9 @@ struct Document {
   bool cuda = false;
   bool analyzable = true;  // a .py/.cu/.cuh file, or a python/cuda languageId
   Text text;
+  // A Python document's last parse, with every change since applied to it (ts_tree_edit):
+  // the next analysis reparses only what changed. Null: parse from scratch.
+  TreePtr tree;
   int64_t version = 0;
   uint64_t edits = 0;  // changes so far; the analysis is fresh when analyzed == edits
   bool dirty = true;
@@ -153,6 +168,8 @@ class Server {
   uint64_t generation_ = 0;     // result ids: "<generation>"
   uint64_t scheduled_ = 0;      // counts schedule() calls: a waiting worker looks again
   std::map<std::string, Document> docs_;
+  // Worker thread only: reparses documents from their edited trees.
+  std::unique_ptr<TSParser, ParserDeleter> parser_;
   std::vector<Pending> pending_;
   std::jthread worker_;
 };

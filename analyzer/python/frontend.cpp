@@ -108,7 +108,14 @@ ir::Module build_ir(const SourceFile& file) {
     out.diagnostics.push_back({file.path, {}, "parse failed"});
     return out;
   }
-  TSNode root = ts_tree_root_node(tree.get());
+  return build_ir(file, tree.get());
+}
+
+ir::Module build_ir(const SourceFile& file, const TSTree* tree) {
+  ir::Module out;
+  out.path = file.path;
+  out.language = "python";
+  TSNode root = ts_tree_root_node(tree);
   report_syntax_errors(file, root, out);
   lower_file(file, root, out);
   for (ir::Function& f : out.functions) annotate_axes(f);  // axis roles, attention facts
