@@ -30,6 +30,13 @@ struct Finding {
   double confidence = 0.0;
   std::vector<Evidence> evidence;
   std::string fix;
+  // A machine-applicable fix: `text` replaces the source in `range` (one expression,
+  // the whole matched computation) and computes the same values. Rendered from the
+  // pattern's `rewrite` template (docs/PATTERNS.md) only when the pattern says its
+  // rewrite is exact and every placeholder names a plain value; editors offer it as a
+  // quick fix (`mlsem lsp`). Empty `text`: none.
+  Range rewrite_range;
+  std::string rewrite;
   std::optional<std::string> kernel;  // a kernels/ path, e.g. "kernels/attention_fwd"
   std::string level;      // the rule's optimization level ("library", "torch-compile", "triton", "cuda") or ""
   std::string measured;   // "fused: 3.1x faster than the eager form on NVIDIA H100 at ..." or ""

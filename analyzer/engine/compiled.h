@@ -42,6 +42,9 @@ struct CompiledPattern {
   std::string message;
   std::string fix;
   std::shared_ptr<const FixTemplate> fix_template;  // `fix`, parsed (fix_template.h)
+  // `rewrite`: an expression computing exactly what the matched expression computes
+  // (Finding::rewrite), parsed; null: no machine-applicable fix.
+  std::shared_ptr<const FixTemplate> rewrite_template;
 };
 
 class CompiledPatterns {

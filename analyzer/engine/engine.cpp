@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <regex>
+#include <set>
 
 #include "engine/compiled.h"
 #include "engine/fix_template.h"
@@ -53,6 +55,11 @@ bool overlaps(const std::vector<ByteSpan>& a, const std::vector<ByteSpan>& b) {
   for (const auto& x : a)
     if (std::binary_search(b.begin(), b.end(), x)) return true;
   return false;
+}
+
+// Every span lies inside the range.
+bool within(const std::vector<ByteSpan>& spans, const Range& r) {
+  return std::all_of(spans.begin(), spans.end(), [&](const ByteSpan& s) { return r.begin_byte <= s.first && s.second <= r.end_byte; });
 }
 
 bool subset(const std::vector<ByteSpan>& small, const std::vector<ByteSpan>& big) {
@@ -198,6 +205,176 @@ std::optional<std::string> lookup_ref(const FixRef& ref, const FunctionView& vie
     return std::nullopt;
   }
   return spelling(view.node(n), source);
+}
+
+// ---- Machine-applicable rewrites (Finding::rewrite, a pattern's `rewrite` template).
+
+// A dotted name or a number: the same value however often it is evaluated.
+bool plain_value(std::string_view s) {
+  static const std::regex kPlain(R"(^([A-Za-z_]\w*(\.[A-Za-z_]\w*)*|[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)$)");
+  return std::regex_match(s.begin(), s.end(), kPlain);
+}
+
+// No operator outside brackets and strings: safe to splice anywhere without parentheses.
+bool atomic_expr(std::string_view s) {
+  int depth = 0;
+  char quote = 0;
+  for (char c : s) {
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      --depth;
+    } else if (depth == 0 && !(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return depth == 0 && !s.empty();
+}
+
+std::string squeezed(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\\') out += c;
+  return out;
+}
+
+// Occurrences of `needle` in `hay` (both squeezed); a needle that is a name counts only
+// where it is not part of a longer name or a dotted path's tail.
+size_t occurrences(const std::string& hay, const std::string& needle) {
+  if (needle.empty()) return 0;
+  bool name = std::isalpha(static_cast<unsigned char>(needle.front())) || needle.front() == '_';
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t count = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) {
+    if (name && at > 0 && (ident(hay[at - 1]) || hay[at - 1] == '.')) continue;
+    size_t end = at + needle.size();
+    if (ident(needle.back()) && end < hay.size() && ident(hay[end])) continue;
+    ++count;
+  }
+  return count;
+}
+
+// The node a reference names, following input indices; kNoNode when it names none.
+// `via_commutative`: the path reads an input of an op whose inputs the matcher may have
+// taken in either order (which input is which is then a guess); `ambiguous`: '#op'
+// names an op the match holds more than once.
+ir::NodeId ref_node(const FixRef& ref, const FunctionView& view, const Match& m, const std::set<std::string>& commutative,
+                    bool& via_commutative, bool& ambiguous, bool& attribute) {
+  via_commutative = ambiguous = attribute = false;
+  if (ref.label == "function") return ir::kNoNode;
+  ir::NodeId n = ir::kNoNode;
+  if (ref.label.starts_with("#")) {
+    std::string_view op = std::string_view(ref.label).substr(1);
+    std::set<ir::NodeId> seen;
+    for (ir::NodeId id : m.nodes)
+      if (view.node(id).op == op) {
+        if (n == ir::kNoNode) n = id;
+        seen.insert(id);
+      }
+    ambiguous = seen.size() > 1;
+  } else {
+    n = m.label(ref.label);
+    if (n == ir::kNoNode) n = m.var(ref.label);
+  }
+  for (const std::string& part : ref.path) {
+    if (n == ir::kNoNode) break;
+    if (!std::isdigit(static_cast<unsigned char>(part[0]))) {
+      attribute = true;
+      break;
+    }
+    if (commutative.count(view.node(n).op)) via_commutative = true;
+    size_t k = std::stoul(part);
+    const auto& inputs = view.node(n).inputs;
+    n = k < inputs.size() ? inputs[k] : ir::kNoNode;
+  }
+  return n;
+}
+
+// Renders a rewrite template strictly: only conditions drop a segment; every placeholder
+// of the segments kept needs a value, and each value must be one the original expression `expr` shows: spelled in
+// it, read through no ambiguous input (a commutative op's operand must be a plain name
+// or number), and evaluated as often as before (a value that is not a plain name or
+// number must occur once). Values that are not atoms are parenthesized. nullopt: no rewrite.
+std::optional<std::string> render_rewrite(const std::vector<FixPiece>& pieces, const FunctionView& view, const Match& m,
+                                          std::string_view source, const std::set<std::string>& commutative,
+                                          const std::string& expr) {
+  std::string out;
+  for (const FixPiece& p : pieces) {
+    switch (p.kind) {
+      case FixPiece::Kind::kText:
+        out += p.text;
+        break;
+      case FixPiece::Kind::kRef: {
+        bool via_commutative = false, ambiguous = false, attribute = false;
+        ref_node(p.ref, view, m, commutative, via_commutative, ambiguous, attribute);
+        std::optional<std::string> v = lookup_ref(p.ref, view, m, source);
+        if (!v || v->empty() || ambiguous || attribute || p.ref.label == "function") return std::nullopt;
+        bool plain = plain_value(*v);
+        size_t seen = occurrences(expr, squeezed(*v));
+        if (seen == 0 || (via_commutative && !plain) || (!plain && seen != 1)) return std::nullopt;
+        out += atomic_expr(*v) ? *v : "(" + *v + ")";
+        break;
+      }
+      case FixPiece::Kind::kSegment: {
+        bool keep = true;
+        for (const auto& c : p.conditions) {
+          bool via_commutative = false, ambiguous = false, attribute = false;
+          ref_node(c.ref, view, m, commutative, via_commutative, ambiguous, attribute);
+          if (ambiguous) return std::nullopt;  // a condition on one of several nodes decides nothing
+          bool holds = false;
+          if (c.equals && c.equals->starts_with("$")) {  // `ref=$name`: the very node a label or variable bound
+            ir::NodeId n = ref_node(c.ref, view, m, commutative, via_commutative, ambiguous, attribute);
+            std::string name = c.equals->substr(1);
+            ir::NodeId want = m.label(name) != ir::kNoNode ? m.label(name) : m.var(name);
+            holds = !attribute && n != ir::kNoNode && n == want;
+          } else {
+            std::optional<std::string> v = lookup_ref(c.ref, view, m, source);
+            holds = c.equals ? v && *v == *c.equals : v && !v->empty() && *v != "False";
+          }
+          if (holds == c.negated) keep = false;
+        }
+        if (!keep) break;
+        std::optional<std::string> body = render_rewrite(p.body, view, m, source, commutative, expr);
+        if (!body) return std::nullopt;
+        out += *body;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// The rewrite of one match: the pattern's `rewrite` rendered over the root expression,
+// offered only when the root is this function's own code, the whole matched computation
+// lies inside that one expression (what it reads from earlier statements are only
+// parameters, names, constants and the pattern's variables), and the expression
+// rebinds no name. Empty: none.
+std::string rewrite_of(const CompiledPattern& p, const FunctionView& view, const Match& m, ir::NodeId root,
+                       std::string_view source, const std::set<std::string>& commutative, Range& range) {
+  const ir::Function& fn = view.fn();
+  const Range& r = fn.nodes[root].range;
+  if (!p.rewrite_template || source.empty() || !r.valid() || !fn.range.valid() || !contains(fn.range, r) ||
+      r.end_byte > source.size() || r.begin_byte >= r.end_byte)
+    return "";
+  std::set<ir::NodeId> bound;
+  for (const auto& [name, id] : m.vars) bound.insert(id);
+  for (ir::NodeId id : m.nodes) {
+    const ir::Node& node = fn.nodes[id];
+    if (node.range.valid() && contains(r, node.range)) continue;
+    if (node.op == "input" || node.op == "name" || node.op == "const" || bound.count(id)) continue;
+    return "";
+  }
+  std::string_view text = source.substr(r.begin_byte, r.end_byte - r.begin_byte);
+  for (std::string_view bad : {":=", "lambda", "yield", "await"})
+    if (text.find(bad) != std::string_view::npos) return "";
+  std::optional<std::string> out = render_rewrite(p.rewrite_template->pieces, view, m, source, commutative, squeezed(text));
+  if (!out || out->empty()) return "";
+  range = r;
+  return *out;
 }
 
 const std::string* string_attr(const std::map<std::string, ir::Attr>& attrs, const std::string& key) {
@@ -368,6 +545,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
         c.finding.path = module.path;
         c.finding.function = fn.name;
         score(p, view, *m, c.finding);
+        c.finding.rewrite = rewrite_of(p, view, *m, n, options.source, cp.commutative_ops, c.finding.rewrite_range);
         for (size_t ri : users) {
           if (!enabled(ri)) continue;
           Candidate rc = c;
@@ -442,8 +620,17 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
         // from the function that contains the code, then the first.
         auto rank = [](const Candidate& c) { return std::make_pair(c.finding.confidence, c.located_in_own_function); };
         bool same_place = a.finding.range == b.finding.range || a.spans == b.spans;
-        if ((same_place && (rank(b) > rank(a) || (rank(b) == rank(a) && j < i))) || subset(a.spans, b.spans))
+        if ((same_place && (rank(b) > rank(a) || (rank(b) == rank(a) && j < i))) || subset(a.spans, b.spans)) {
           dropped[i] = true;
+          // The kept finding takes the dropped one's rewrite when it has none and the
+          // dropped match's rewrite replaces all of its matched code (the scale-and-shift
+          // match of a norm whose scale-only match is reported).
+          Candidate& kept = candidates[j];
+          if (kept.finding.rewrite.empty() && !a.finding.rewrite.empty() && within(kept.spans, a.finding.rewrite_range)) {
+            kept.finding.rewrite = a.finding.rewrite;
+            kept.finding.rewrite_range = a.finding.rewrite_range;
+          }
+        }
       } else {
         const auto& sup = rules_[b.rule_index].supersedes;
         if (std::find(sup.begin(), sup.end(), a.finding.rule) != sup.end() && overlaps(a.spans, b.spans))
@@ -463,6 +650,10 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
       if (a.rule_index != b.rule_index || a.finding.function != b.finding.function || !overlaps(a.spans, b.spans))
         continue;
       a.finding.range = merge(a.finding.range, b.finding.range);
+      if (a.finding.rewrite.empty() && !b.finding.rewrite.empty() && within(a.spans, b.finding.rewrite_range)) {
+        a.finding.rewrite = b.finding.rewrite;
+        a.finding.rewrite_range = b.finding.rewrite_range;
+      }
       for (const Evidence& e : b.finding.evidence) {
         bool seen = std::any_of(a.finding.evidence.begin(), a.finding.evidence.end(), [&](const Evidence& x) {
           return x.text == e.text && x.present == e.present && x.range == e.range;

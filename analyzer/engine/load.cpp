@@ -324,7 +324,7 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
       uint32_t line = Reader::line_of(*t);
       size_t errors_before = r.error_count();
       r.only_keys(*t, {"id", "language", "match", "base", "focus", "distinct", "inside", "not_inside", "evidence",
-                       "message", "fix"},
+                       "message", "fix", "rewrite"},
                   "[[pattern]]");
       CompiledPattern p;
       p.id = r.str(*t, "id", true, line);
@@ -376,6 +376,22 @@ void load_patterns(const fs::path& dir, CompiledPatterns& out, std::vector<FileE
         for (const auto& op : ops)
           if (!vocab->second.count(op))
             r.error(line, "pattern '" + p.id + "': '" + op + "' is not an op of the " + p.language + " IR (docs/IR.md)");
+      }
+      if (std::string rewrite = r.str(*t, "rewrite", false, line); !rewrite.empty()) {
+        auto parsed = parse_fix_template(rewrite);
+        if (auto* e = std::get_if<ParseError>(&parsed)) {
+          r.error(line, "rewrite: " + e->message + " at column " + std::to_string(e->offset + 1));
+        } else {
+          auto tmpl = std::make_shared<FixTemplate>(std::move(std::get<FixTemplate>(parsed)));
+          std::vector<FixRef> refs;
+          collect_fix_refs(*tmpl, refs);
+          for (const auto& ref : refs)
+            if (ref.label != "function" && !ref.label.starts_with("#") &&
+                std::find(names.begin(), names.end(), ref.label) == names.end())
+              r.error(line, "rewrite: '{" + ref.text + "}' names '" + ref.label +
+                                "', not a label or variable of this pattern ('#op' or 'function')");
+          p.rewrite_template = std::move(tmpl);
+        }
       }
       if (const toml::node* ev = t->get("evidence")) {
         const toml::array* items = ev->as_array();

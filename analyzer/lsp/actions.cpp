@@ -3,6 +3,7 @@
 #include <tree_sitter/api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <regex>
 #include <string_view>
@@ -175,6 +176,59 @@ std::optional<Edit> gelu_rewrite(const Finding& f, const Text& text, PyTree& tre
   return Edit{b, e, call, "Replace with " + call};
 }
 
+// The name the file gives `torch` ("torch", "th"), "" when it does not import it.
+std::string torch_name(const std::string& text) {
+  static const std::regex kTorch(R"(^[ \t]*import[ \t]+torch(?:[ \t]+as[ \t]+(\w+))?[ \t]*(?:#.*)?\r?$)");
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    std::smatch m;
+    if (line.find("torch") != std::string::npos && std::regex_search(line, m, kTorch)) return m[1].matched ? std::string(m[1]) : "torch";
+    start = end + 1;
+  }
+  return "";
+}
+
+// `prefix.` at the start of a name (not after another name's character or a dot) replaced
+// by `name.`; false when the prefix occurs and `name` is empty (the file lacks the import).
+bool rename_module(std::string& code, std::string_view prefix, const std::string& name) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  std::string out;
+  for (size_t i = 0; i < code.size();) {
+    if (code.compare(i, prefix.size(), prefix) == 0 && code.compare(i + prefix.size(), 1, ".") == 0 && (i == 0 || !ident(code[i - 1]))) {
+      if (name.empty()) return false;
+      out += name;
+      i += prefix.size();
+    } else {
+      out += code[i++];
+    }
+  }
+  code = std::move(out);
+  return true;
+}
+
+// The engine's exact rewrite of a finding (Finding::rewrite), when its range is exactly
+// one expression of the parse, written with the file's own names for torch and
+// torch.nn.functional (the template writes `torch.` and `F.`).
+std::optional<Edit> engine_rewrite(const Finding& f, const Text& text, PyTree& tree, const std::string& functional,
+                                   const std::string& torch) {
+  if (f.rewrite.empty() || !f.rewrite_range.valid()) return std::nullopt;
+  size_t b = text.offset(f.rewrite_range.begin), e = text.offset(f.rewrite_range.end);
+  TSNode root = tree.root();
+  if (ts_node_is_null(root) || b >= e) return std::nullopt;
+  TSNode node = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(b), static_cast<uint32_t>(e));
+  while (!ts_node_is_null(node) && ts_node_start_byte(node) == b && ts_node_end_byte(node) == e && !ts_node_is_named(node))
+    node = ts_node_parent(node);
+  if (ts_node_is_null(node) || ts_node_start_byte(node) != b || ts_node_end_byte(node) != e || ts_node_has_error(node))
+    return std::nullopt;
+  std::string code = f.rewrite;
+  if (!rename_module(code, "F", functional) || !rename_module(code, "torch", torch)) return std::nullopt;
+  // A long call is named by its function: "Replace with F.scaled_dot_product_attention(...)".
+  std::string shown = code.size() <= 80 || code.find('(') == std::string::npos ? code : code.substr(0, code.find('(')) + "(...)";
+  return Edit{b, e, code, "Replace with " + shown};
+}
+
 }  // namespace
 
 std::vector<std::optional<Edit>> safe_rewrites(const std::vector<Finding>& findings, const Text& text, bool cuda) {
@@ -182,11 +236,12 @@ std::vector<std::optional<Edit>> safe_rewrites(const std::vector<Finding>& findi
   if (cuda) return out;
   PyTree tree(text.str());
   std::optional<std::string> functional;
+  std::optional<std::string> torch;
   for (size_t i = 0; i < findings.size(); ++i) {
-    if (findings[i].rule != "ACT001") continue;
-    if (!functional) functional = functional_name(text.str());
-    if (functional->empty()) continue;
-    out[i] = gelu_rewrite(findings[i], text, tree, *functional);
+    if (findings[i].rule != "ACT001" && findings[i].rewrite.empty()) continue;
+    if (!functional) functional = functional_name(text.str()), torch = torch_name(text.str());
+    if (!findings[i].rewrite.empty()) out[i] = engine_rewrite(findings[i], text, tree, *functional, *torch);
+    if (!out[i] && findings[i].rule == "ACT001" && !functional->empty()) out[i] = gelu_rewrite(findings[i], text, tree, *functional);
   }
   return out;
 }

@@ -18,7 +18,10 @@ struct Edit {
   std::string title;          // "Replace with F.gelu(x, approximate=\"tanh\")"
 };
 
-// For each finding, its safe rewrite or nullopt. Today: hand-written GELU (ACT001)
+// For each finding, its safe rewrite or nullopt: the engine's exact rewrite
+// (Finding::rewrite, from a pattern's `rewrite` template: docs/PATTERNS.md) when its
+// range is one expression of the file, with the file's names for torch and
+// torch.nn.functional; else, for a hand-written GELU (ACT001)
 // whose matched code is exactly `0.5 * X * (1 + tanh(...X...))` or the erf form (any
 // factor order, `/ 2` for `0.5 *`), X a name, attribute or subscript without calls
 // (evaluated once after the rewrite, several times before), in a file that imports

@@ -9,6 +9,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Client, applyEdits, errorCode, tempWorkspace, toPosition, uriOf } = require('./client.cjs');
 
+const REPO = path.join(__dirname, '..', '..');
+
 // Two hand-written GELUs, each after non-ASCII text on its own line: a CJK comment and
 // emoji (astral, two UTF-16 units, four UTF-8 bytes) in strings.
 const GELU_LINE = '    label = "😀 中文"; return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))  # 注释 🚀';
@@ -93,7 +95,9 @@ for (const encoding of ['utf-8', 'utf-16', 'utf-32']) {
     assert.equal(tanh.source, 'mlsem');
     assert.equal(tanh.severity, 2);
     assert.match(tanh.message, /\(confidence 0\.\d\d\)$|\(confidence 1\.00\)$/);
-    assert.match(tanh.codeDescription.href, /^https:\/\/.*\/rules\/python\/ACT001-gelu-by-formula\.toml$/);
+    // The rule's page in the repository's docs/rules/, which exists for the link to work.
+    assert.equal(tanh.codeDescription.href, 'https://github.com/mlsem/mlsem/blob/main/docs/rules/ACT001.md');
+    assert.ok(fs.existsSync(path.join(REPO, 'docs', 'rules', 'ACT001.md')));
     const constant = tanh.relatedInformation.find((r) => /0\.044715/.test(r.message));
     assert.deepEqual(constant.location.range, rangeOf(text, '0.044715', encoding));
     assert.equal(tanh.data.rule, 'ACT001');
@@ -304,5 +308,221 @@ test('CUDA: diagnostics and the // suppression comment in a .cu file', { skip: p
   await c.notify('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text }] });
   const after = await c.diagnostics(uri, 2, 0, 120000);
   assert.equal(after.filter((x) => x.code === d.code && x.range.start.line === d.range.start.line).length, 0);
+  assert.equal(await c.close(), 0);
+});
+
+test('codeDescription.href: every rule links its page in docs/rules/, under a base the client may set', async (t) => {
+  const sample = fs.readFileSync(path.join(REPO, 'samples', 'python', 'gpt_nanogpt.py'), 'utf8');
+  const c = new Client(t);
+  await c.initialize(capabilitiesFor('utf-16'));
+  const uri = uriOf(path.join(tempWorkspace(), 'gpt.py'));
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: sample } });
+  const diags = await c.diagnostics(uri, 1);
+  assert.ok(diags.length >= 2, JSON.stringify(diags.map((d) => d.code)));
+  for (const d of diags) {
+    const m = /^https:\/\/github\.com\/mlsem\/mlsem\/blob\/main\/(docs\/rules\/([A-Z]+\d{3})\.md)$/.exec(d.codeDescription.href);
+    assert.ok(m, d.codeDescription.href);
+    assert.equal(m[2], d.code);
+    const page = fs.readFileSync(path.join(REPO, m[1]), 'utf8');
+    assert.ok(page.startsWith(`# ${d.code} `), `${m[1]} is the page of ${d.code}`);
+  }
+  assert.equal(await c.close(), 0);
+
+  // A mirror or a pinned release: the initialization option docsBaseUrl.
+  const d = new Client(t);
+  await d.initialize(capabilitiesFor('utf-16'), { initializationOptions: { docsBaseUrl: 'https://docs.example.org/mlsem/v0.1' } });
+  await d.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: sample } });
+  const gelu = (await d.diagnostics(uri, 1)).find((x) => x.code === 'ACT001');
+  assert.equal(gelu.codeDescription.href, 'https://docs.example.org/mlsem/v0.1/ACT001.md');
+  const hover = await d.request('textDocument/hover', { textDocument: { uri }, position: gelu.range.start });
+  assert.ok(hover.contents.value.includes('(https://docs.example.org/mlsem/v0.1/ACT001.md)'), hover.contents.value);
+  assert.equal(await d.close(), 0);
+});
+
+// A tiny deterministic PRNG (mulberry32), so a failure replays.
+function prng(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test('incremental re-analysis: the reparsed tree gives the diagnostics a fresh parse gives, edit after edit', async (t) => {
+  const models = ['gpt_nanogpt.py', 'llama.py'].map((n) => fs.readFileSync(path.join(REPO, 'samples', 'python', n), 'utf8'));
+  let text = models.join('\n\n') + '\n# 中文 😀 é\n';
+  const dir = tempWorkspace();
+  const uri = uriOf(path.join(dir, 'edited.py'));
+  const encoding = 'utf-16';
+  const c = new Client(t);
+  // vscode-jsonrpc keeps $/logTrace from the catch-all handler: record it explicitly.
+  c.conn.onNotification('$/logTrace', (params) => c.record({ method: '$/logTrace', params, request: false }));
+  await c.initialize(capabilitiesFor(encoding), { trace: 'messages' });
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+  const initial = await c.diagnostics(uri, 1);
+  assert.ok(initial.length >= 3, 'the models have findings');
+  const rand = prng(11);
+  // Edits an editor makes: typing, deleting, pasting a line, joining lines, non-ASCII text;
+  // some land inside findings (the GELU constant, the attention scale) and change them.
+  const snippets = [' ', 'x', '\n', '    ', '0.5 * ', '(', ')', 'é', '😀', '\n        y = 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))\n', ''];
+  let version = 1;
+  let compared = 0, changedDiagnostics = 0;
+  let previous = JSON.stringify(initial);
+  for (let step = 0; step < 40; step++) {
+    const at = Math.floor(rand() * text.length);
+    const len = rand() < 0.5 ? 0 : Math.floor(rand() * 12);
+    let start = at, end = Math.min(text.length, at + len);
+    if (text.charCodeAt(start) >= 0xdc00 && text.charCodeAt(start) < 0xe000) start--; // not inside a surrogate pair
+    if (text.charCodeAt(end) >= 0xdc00 && text.charCodeAt(end) < 0xe000) end++;
+    const insert = snippets[Math.floor(rand() * snippets.length)];
+    const range = { start: toPosition(text, start, encoding), end: toPosition(text, end, encoding) };
+    text = text.slice(0, start) + insert + text.slice(end);
+    const seen = c.events.length;
+    await c.notify('textDocument/didChange', { textDocument: { uri, version: ++version }, contentChanges: [{ range, text: insert }] });
+    const diags = await c.diagnostics(uri, version, seen);
+    if (JSON.stringify(diags) !== previous) changedDiagnostics++;
+    previous = JSON.stringify(diags);
+    const trace = c.events.slice(seen).find((e) => e.method === '$/logTrace' && e.params.message.includes('edited.py'));
+    assert.match(trace.params.message, /parse [\d.]+ ms \(incremental\)/, 'the edited tree was reused');
+    if (step % 8 === 7 || step === 39) {
+      // The same text opened fresh (parsed from scratch) must get the same diagnostics.
+      const fresh = uriOf(path.join(dir, `fresh${step}.py`));
+      await c.notify('textDocument/didOpen', { textDocument: { uri: fresh, languageId: 'python', version: 1, text } });
+      const expected = await c.diagnostics(fresh, 1);
+      const strip = (ds) => JSON.stringify(ds).split(fresh).join('URI').split(uri).join('URI');
+      assert.equal(strip(diags), strip(expected), `after edit ${step + 1}`);
+      await c.notify('textDocument/didClose', { textDocument: { uri: fresh } });
+      compared++;
+    }
+  }
+  assert.equal(compared, 5);
+  assert.ok(changedDiagnostics >= 3, `the edits changed the findings (${changedDiagnostics} times)`);
+  // A full-text change drops the tree: the next analysis parses from scratch.
+  const seen = c.events.length;
+  await c.notify('textDocument/didChange', { textDocument: { uri, version: ++version }, contentChanges: [{ text: models[0] }] });
+  await c.diagnostics(uri, version, seen);
+  const trace = c.events.slice(seen).find((e) => e.method === '$/logTrace' && e.params.message.includes('edited.py'));
+  assert.match(trace.params.message, /\(full\)/);
+  assert.equal(await c.close(), 0);
+});
+
+// Hand-written norms and attention, each in one expression (exact rewrites), and the
+// same computations spread over statements or with more in them (no rewrite).
+const REWRITES = [
+  'import math',
+  'import torch',
+  'import torch.nn as nn',
+  'import torch.nn.functional as fn',
+  '',
+  '',
+  'class Norms(nn.Module):',
+  '    def __init__(self, d):',
+  '        super().__init__()',
+  '        self.weight = nn.Parameter(torch.ones(d))',
+  '        self.bias = nn.Parameter(torch.zeros(d))',
+  '        self.eps = 1e-5',
+  '',
+  '    def rms(self, x):',
+  '        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)',
+  '',
+  '    def layer(self, x):',
+  '        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps) * self.weight + self.bias',
+  '',
+  '    def llama_rms(self, hidden):',
+  '        dtype = hidden.dtype',
+  '        hidden = hidden.to(torch.float32)',
+  '        variance = hidden.pow(2).mean(-1, keepdim=True)',
+  '        hidden = hidden * torch.rsqrt(variance + self.eps)',
+  '        return self.weight * hidden.to(dtype)',
+  '',
+  '',
+  'def attention(q, k, v):',
+  '    return fn.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1) @ v',
+  '',
+  '',
+  'def masked_attention(q, k, v, mask):',
+  '    return fn.softmax((q @ k.transpose(-2, -1)).masked_fill(mask == 0, float("-inf")) / math.sqrt(q.size(-1)), dim=-1) @ v',
+  '',
+].join('\n');
+const RMS_EXPR = 'x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)';
+const LN_EXPR = '(x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps) * self.weight + self.bias';
+const ATT_EXPR = 'fn.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1) @ v';
+
+test('quick fixes from the engine\'s exact rewrites: RMSNorm, LayerNorm and attention, applied and re-analyzed', async (t) => {
+  const c = new Client(t);
+  await c.initialize(capabilitiesFor('utf-16'));
+  const uri = uriOf(path.join(tempWorkspace(), 'norms.py'));
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: REWRITES } });
+  const diags = await c.diagnostics(uri, 1);
+  const byLine = (line, code) => diags.find((d) => d.range.start.line === line && d.code === code);
+  const cases = [
+    { line: 14, code: 'NRM002', expr: RMS_EXPR, replacement: 'fn.rms_norm(x, (x.shape[-1],), eps=self.eps)' },
+    { line: 17, code: 'NRM001', expr: LN_EXPR, replacement: 'torch.addcmul(self.bias, fn.layer_norm(x, (x.shape[-1],), eps=self.eps), self.weight)' },
+    { line: 28, code: 'ATT001', expr: ATT_EXPR, replacement: 'fn.scaled_dot_product_attention(q, k, v, scale=1 / math.sqrt(q.size(-1)))' },
+  ];
+  let text = REWRITES;
+  const all = [];
+  for (const k of cases) {
+    const d = byLine(k.line, k.code);
+    assert.ok(d, `${k.code} on line ${k.line + 1}: ` + JSON.stringify(diags.map((x) => [x.code, x.range.start.line])));
+    const actions = await c.request('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
+    const fix = actions.find((a) => a.kind === 'quickfix' && a.isPreferred);
+    assert.ok(fix, `a rewrite for ${k.code}: ` + JSON.stringify(actions.map((a) => a.title)));
+    assert.ok(fix.title.startsWith('Replace with '), fix.title);
+    const edits = fix.edit.changes[uri];
+    assert.equal(edits.length, 1);
+    // It replaces exactly the hand-written expression, with the file's name for F.
+    assert.deepEqual(edits[0].range, rangeOf(REWRITES, k.expr, 'utf-16'));
+    assert.equal(edits[0].newText, k.replacement);
+    assert.ok(actions.some((a) => a.title.startsWith(`Ignore ${k.code}`)), 'the suppression is still offered');
+    all.push(edits[0]);
+  }
+  // No rewrite where the computation spans statements (Llama's RMSNorm rebinds `hidden`)
+  // or holds more than the library call computes (a mask).
+  for (const [line, code] of [[23, 'NRM002'], [32, 'ATT001']]) {
+    const d = diags.find((x) => x.code === code && x.range.start.line <= line && x.range.end.line >= line);
+    assert.ok(d, `${code} is reported around line ${line + 1}`);
+    const actions = await c.request('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
+    const mine = actions.filter((a) => a.kind === 'quickfix' && a.diagnostics[0].code === code && a.diagnostics[0].range.start.line === d.range.start.line);
+    assert.ok(mine.some((a) => a.title.startsWith('Ignore')), 'the suppression is offered');
+    assert.deepEqual(mine.filter((a) => a.isPreferred).map((a) => a.title), [], `no rewrite for ${code} at line ${line + 1}`);
+  }
+
+  // fixAll applies the three at once; the result has none of these findings left.
+  const fixAll = await c.request('textDocument/codeAction', {
+    textDocument: { uri }, range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, context: { diagnostics: [], only: ['source.fixAll'] },
+  });
+  assert.equal(fixAll.length, 1);
+  assert.deepEqual(fixAll[0].edit.changes[uri].map((e) => e.newText).sort(), all.map((e) => e.newText).sort());
+  text = applyEdits(text, fixAll[0].edit.changes[uri], 'utf-16');
+  for (const k of cases) assert.ok(text.includes(k.replacement), text);
+  await c.notify('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text }] });
+  const after = await c.diagnostics(uri, 2);
+  for (const k of cases)
+    assert.equal(after.filter((d) => d.code === k.code && d.range.start.line === k.line).length, 0, `${k.code} fixed: ` + JSON.stringify(after));
+  assert.equal(await c.close(), 0);
+});
+
+test('no rewrite in a file that does not import torch, nor for a value the rewrite would evaluate fewer times', async (t) => {
+  const c = new Client(t);
+  await c.initialize(capabilitiesFor('utf-16'));
+  const noImport = REWRITES.replace('import torch.nn.functional as fn\n', '').replace('import torch\n', '').replace('import torch.nn as nn\n', '');
+  const uri = uriOf(path.join(tempWorkspace(), 'noimport.py'));
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: noImport } });
+  const diags = await c.diagnostics(uri, 1);
+  for (const d of diags) {
+    const actions = await c.request('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
+    assert.deepEqual(actions.filter((a) => a.title.startsWith('Replace')).map((a) => a.title), [], `${d.code}: no import of torch`);
+  }
+  // x computed by a call in the RMSNorm: the rewrite would call it once, not twice.
+  const twice = REWRITES.replace(RMS_EXPR, 'self.proj(x) * torch.rsqrt(self.proj(x).pow(2).mean(-1, keepdim=True) + self.eps)');
+  const uri2 = uriOf(path.join(tempWorkspace(), 'twice.py'));
+  await c.notify('textDocument/didOpen', { textDocument: { uri: uri2, languageId: 'python', version: 1, text: twice } });
+  const d2 = (await c.diagnostics(uri2, 1)).filter((d) => d.code === 'NRM002' && d.range.start.line === 14);
+  for (const d of d2) {
+    const actions = await c.request('textDocument/codeAction', { textDocument: { uri: uri2 }, range: d.range, context: { diagnostics: [d] } });
+    assert.deepEqual(actions.filter((a) => a.title.startsWith('Replace')).map((a) => a.title), []);
+  }
   assert.equal(await c.close(), 0);
 });
