@@ -70,13 +70,36 @@ std::string measurement(const std::string& kernel, const kernels::Catalog& catal
   return summary.starts_with("no measurement") ? "" : summary;
 }
 
+// Where each line of a text starts (0-based index: line 1 first), so that a line is
+// found without scanning the text from its start (SourceFile::line does: quadratic over
+// a file's findings).
+class LineIndex {
+ public:
+  explicit LineIndex(const std::string& text) : text_(text) {
+    starts_.push_back(0);
+    for (size_t i = text.find('\n'); i != std::string::npos; i = text.find('\n', i + 1)) starts_.push_back(i + 1);
+  }
+  // As SourceFile::line: the 1-based line without its newline (or "\r\n"); empty past the end.
+  std::string_view line(uint32_t n) const {
+    if (n == 0 || n > starts_.size()) return {};
+    size_t pos = starts_[n - 1];
+    size_t end = n < starts_.size() ? starts_[n] - 1 : text_.size();
+    if (end > pos && text_[end - 1] == '\r') --end;
+    return std::string_view(text_).substr(pos, end - pos);
+  }
+
+ private:
+  const std::string& text_;
+  std::vector<size_t> starts_;
+};
+
 // The matched text without whitespace and comments: reformatting, comments and
 // moving the code leave it unchanged.
-std::string normalized_text(const SourceFile& file, const Range& range) {
+std::string normalized_text(const SourceFile& file, const LineIndex& lines, const Range& range) {
   bool cuda = driver::language_of(file.path) == "cuda";
   std::string out;
   for (uint32_t line = range.begin.line; line <= range.end.line && line != 0; ++line) {
-    std::string_view text = file.line(line);
+    std::string_view text = lines.line(line);
     size_t from = line == range.begin.line && range.begin.column ? range.begin.column - 1 : 0;
     size_t to = line == range.end.line && range.end.column ? std::min<size_t>(range.end.column - 1, text.size()) : text.size();
     for (size_t i = std::min(from, text.size()); i < to; ++i) {
@@ -90,8 +113,10 @@ std::string normalized_text(const SourceFile& file, const Range& range) {
 
 void set_fingerprints(std::vector<Finding>& findings, const SourceFile& file) {
   std::map<std::string, size_t> seen;
+  if (findings.empty()) return;
+  LineIndex lines(file.text);
   for (Finding& f : findings) {
-    std::string hash = driver::content_hash(f.rule + '\0' + f.function + '\0' + normalized_text(file, f.range)).substr(0, 16);
+    std::string hash = driver::content_hash(f.rule + '\0' + f.function + '\0' + normalized_text(file, lines, f.range)).substr(0, 16);
     f.fingerprint = hash + ":" + std::to_string(++seen[hash]);
   }
 }
