@@ -60,10 +60,14 @@ async function main() {
     if (wake) wake();
   });
   // The server's own account of each analysis ($/logTrace, with trace on).
-  const analysis = [], cpu = [], fixes = [];
+  const analysis = [], cpu = [], fixes = [], parse = [];
+  let incremental = 0;
   conn.onNotification('$/logTrace', (p) => {
     const m = /analysis ([\d.]+) ms \(cpu ([\d.]+) ms\), diagnostics ([\d.]+) ms/.exec(p.message);
     if (m) analysis.push(Number(m[1])), cpu.push(Number(m[2])), fixes.push(Number(m[3]));
+    // The reparse inside the analysis (servers that reuse the tree say so).
+    const r = /parse ([\d.]+) ms \((incremental|full)\)/.exec(p.message);
+    if (r) parse.push(Number(r[1])), (incremental += r[2] === 'incremental');
   });
   conn.onRequest(() => null);
   conn.listen();
@@ -91,7 +95,8 @@ async function main() {
       : { range: { start: { line: Math.floor(((i - 1) * 7919) % lineCount), character: 0 }, end: { line: Math.floor(((i - 1) * 7919) % lineCount), character: 1 } }, text: '' };
   };
   const isolated = [];
-  analysis.length = cpu.length = fixes.length = 0;
+  analysis.length = cpu.length = fixes.length = parse.length = 0;
+  incremental = 0;
   for (let i = 0; i < EDITS; i++) {
     await sleep(150); // longer than the debounce: an isolated change
     version++;
@@ -100,6 +105,7 @@ async function main() {
     isolated.push(ms((await waitVersion(version)).time - sent));
   }
   const isolatedAnalysis = analysis.slice(0, EDITS), isolatedCpu = cpu.slice(0, EDITS), isolatedFixes = fixes.slice(0, EDITS);
+  const isolatedParse = parse.slice(0, EDITS), isolatedIncremental = incremental;
   const burst = [];
   for (let b = 0; b < Math.max(4, EDITS / 10); b++) {
     await sleep(300);
@@ -117,6 +123,8 @@ async function main() {
   console.log(`  inside the server: analysis ${stats(isolatedAnalysis)}`);
   console.log(`  analysis CPU time (the analysis thread's own): ${stats(isolatedCpu)}`);
   console.log(`  findings to LSP diagnostics: ${stats(isolatedFixes)}`);
+  if (isolatedParse.length)
+    console.log(`  reparse (wall, part of the analysis): ${stats(isolatedParse)}; ${isolatedIncremental} of ${isolatedParse.length} reused the edited tree`);
   console.log(`machine: ${os.cpus().length} x ${os.cpus()[0].model}, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   console.log(`didChange -> publishDiagnostics, last edit of a burst (debounce 100 ms): ${stats(burst)}`);
   await conn.sendRequest('shutdown', null);
