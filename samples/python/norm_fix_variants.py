@@ -159,6 +159,12 @@ class DebertaLayerNorm(nn.Module):
         return y
 
 
+def scale_only_layer_norm(x, gain, eps=1e-5):
+    centered = x - x.mean(-1, keepdim=True)
+    variance = centered.pow(2).mean(-1, keepdim=True)
+    return centered * torch.rsqrt(variance + eps) * gain  # expect: NRM001
+
+
 class FrameCMVN(nn.Module):
     def __init__(self, eps: float = 1e-6):
         super().__init__()

@@ -133,6 +133,13 @@ TEST(NormFixes, DebertaCastBeforeTheAffineIsFlaggedAsANumericVariant) {
   EXPECT_TRUE(has(f->fix, ".to(input_type) + self.bias")) << f->fix;
 }
 
+TEST(NormFixes, AWeightInTheSameProductIsPassedAsTheWeight) {
+  const Finding* f = finding_at("NRM001", "return centered * torch.rsqrt(variance + eps) * gain");
+  ASSERT_TRUE(f);
+  EXPECT_TRUE(has(f->fix, "y = F.layer_norm(x, (x.size(-1),), gain, None, eps=eps)")) << f->fix;
+  EXPECT_FALSE(has(f->message, "without affine")) << f->message;
+}
+
 TEST(NormFixes, AnInputFeatureCmvnIsHiddenAsCold) {
   const Finding* f = finding_at("NRM001", "return centered / rms");
   ASSERT_TRUE(f);
