@@ -3,6 +3,7 @@
 // the places their name is followed by '(' in the text, so most files cost nothing.
 #include "python/norm_facts.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
@@ -85,7 +86,19 @@ void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out) {
           }
       }
   };
+  // `_keep_in_fp32_modules = ["input_layernorm", ...]` (transformers): the norms'
+  // weights stay fp32 while activations are fp16/bf16.
+  std::string fp32_weights;
+  for (size_t at = src.find("_keep_in_fp32_modules"); at != std::string_view::npos && fp32_weights.empty();
+       at = src.find("_keep_in_fp32_modules", at + 1)) {
+    size_t eol = src.find('\n', at);
+    std::string line = lower_case(src.substr(at, eol == std::string_view::npos ? std::string_view::npos : eol - at));
+    if (line.find("norm") != std::string::npos && line.find("= [") != std::string::npos)
+      fp32_weights = "the model keeps its norms' weights in fp32 (`_keep_in_fp32_modules`, line " +
+                     std::to_string(std::count(src.begin(), src.begin() + static_cast<long>(at), '\n') + 1) + ")";
+  }
   for (const auto& [cls, spans] : classes) {
+    if (!fp32_weights.empty()) mark(spans, "weight_fp32", fp32_weights);
     // Cepstral mean and variance normalization: input features, normalized once per
     // call before the model (Moonshine's frame CMVN on raw audio), not a layer norm.
     if (lower_case(cls).find("cmvn") != std::string::npos)

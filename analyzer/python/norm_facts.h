@@ -13,6 +13,8 @@ namespace mlsem::python {
 // (`CohereLayerNorm(hidden_size=(num_heads, head_dim))`: a per-head QK-norm with a
 // 2-D weight) gets the attribute `shape_tuple` on every `mean` node lowered from
 // its body, in its own methods and where they are inlined: the text says where.
+// A file whose `_keep_in_fp32_modules` names norms (GPT-OSS) gets `weight_fp32` on the
+// `mean` nodes of its classes: their weights are fp32 while the activations are not.
 // A class whose name says it is cepstral mean and variance normalization (`*CMVN*`:
 // input features normalized once per call) gets `cold` on those nodes the same way.
 void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out);

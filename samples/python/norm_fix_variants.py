@@ -18,6 +18,8 @@ Expected findings (tests/golden/norm_fixes_test.cpp checks each fix's text):
 - NRM001 in CohereLayerNorm: normalized over the last dim, the weight broadcast (the
   class is also built with a 2-D shape); NRM001 in OneDimLayerNorm: F.layer_norm with the
   weight; NRM001 in DebertaLayerNorm: flagged as differing in the last bits.
+- NRM002 in GptOssRMSNorm (weight in fp32, then cast back, as in OLMo 2), in a file whose
+  `_keep_in_fp32_modules` keeps the norms' weights in fp32: the fix passes the fp32 input.
 Not expected (hidden): NRM001 in FrameCMVN, a cold input-feature normalization.
 """
 
@@ -187,3 +189,21 @@ class AudioEmbedder(nn.Module):
     def forward(self, input_values: torch.Tensor) -> torch.Tensor:
         frames = input_values.reshape(input_values.shape[0], -1, self.frame_len)
         return self.proj(self.cmvn(frames))  # ok: NRM001
+
+
+class GptOssRMSNorm(nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)  # expect: NRM002
+        return (self.weight * hidden_states).to(input_dtype)
+
+
+class GptOssPreTrainedModel(nn.Module):
+    _keep_in_fp32_modules = ["post_attention_layernorm", "input_layernorm", "norm"]

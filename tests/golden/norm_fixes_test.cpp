@@ -140,6 +140,15 @@ TEST(NormFixes, AWeightInTheSameProductIsPassedAsTheWeight) {
   EXPECT_FALSE(has(f->message, "without affine")) << f->message;
 }
 
+TEST(NormFixes, NormWeightsKeptInFp32GoInWithTheFp32Input) {
+  const Finding* f = finding_at("NRM002", "return (self.weight * hidden_states).to(input_dtype)");
+  ASSERT_TRUE(f);
+  EXPECT_TRUE(has(f->fix, "y = F.rms_norm(hidden_states.float(), (hidden_states.size(-1),), self.weight, "
+                          "eps=self.variance_epsilon).to(input_dtype)"))
+      << f->fix;
+  EXPECT_TRUE(has(f->fix, "_keep_in_fp32_modules")) << f->fix;
+}
+
 TEST(NormFixes, AnInputFeatureCmvnIsHiddenAsCold) {
   const Finding* f = finding_at("NRM001", "return centered / rms");
   ASSERT_TRUE(f);
