@@ -361,13 +361,16 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
     }
     case Kind::kTo: {
       std::string dtype;
+      std::string_view written;  // the dtype argument as written, for fixes
       TSNode kd = a.keyword("dtype");
       if (!ts_node_is_null(kd)) {
-        dtype = dtype_name(text(kd));
+        written = text(kd);
+        dtype = dtype_name(written);
         if (dtype.empty()) dtype = "like";
       }
       for (size_t i = 1; dtype.empty() && i < a.count(); ++i) {
         std::string_view t = text(a.expr(i));
+        written = t;
         dtype = dtype_name(t);
         if (dtype.empty() && t.size() > 6 && t.substr(t.size() - 6) == ".dtype") dtype = "like";
         // A variable holding a dtype (`input_dtype = x.dtype; ... .to(input_dtype)`), by
@@ -387,11 +390,16 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
       if (dtype.empty()) return arg(a, 0);  // .to(device): a move, not a cast
       NodeId id = emit("cast", {arg_node(a, 0)}, e);
       set(id, "dtype", dtype);
+      if (!written.empty() && written.size() <= 60) set(id, "dtype_text", std::string(written));
       return finish(id);
     }
     case Kind::kTypeAs: {
       NodeId id = emit("cast", {arg_node(a, 0)}, e);
       set(id, "dtype", std::string("like"));
+      if (a.count() > 1) {
+        std::string_view other = text(a.expr(1));
+        if (!other.empty() && other.size() <= 54) set(id, "dtype_text", std::string(other) + ".dtype");
+      }
       return finish(id);
     }
     case Kind::kSync: {

@@ -7,6 +7,7 @@
 #include "python/axes.h"
 #include "python/builder.h"
 #include "python/context.h"
+#include "python/norm_facts.h"
 #include "python/program.h"
 #include "python/suppressions.h"
 #include "python/syntax.h"
@@ -121,6 +122,7 @@ ir::Module build_ir(const SourceFile& file, const TSTree* tree) {
   for (ir::Function& f : out.functions) annotate_axes(f);  // axis roles, attention facts
   add_context_facts(file, root, out);
   annotate_program(file, root, out);  // host-sync facts
+  add_norm_facts(file, root, out);    // norm classes also built with a multi-dim shape
   out.suppressions = find_suppressions(file.text);
   return out;
 }

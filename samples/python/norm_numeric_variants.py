@@ -2,7 +2,7 @@
 
 Models: RMSNorm as in Llama (fp32, cast back to the input dtype, then the weight), as in
 OLMo 2 (the weight applied in fp32, then cast back), as in Gemma 4 (the root as
-`pow(ms, -0.5)`), a per-frame mean/variance normalization without affine (LayerNorm
+`pow(ms, -0.5)`), a per-token mean/variance normalization without affine (LayerNorm
 without weight or bias), a LayerNorm through `torch.var_mean`, one with the unbiased
 `x.var()`, and near-misses: a cosine-similarity L2 normalization with eps, a channel-first
 LayerNorm2d (statistics over dim 1), and a focal-weighted log-softmax product.
@@ -11,7 +11,7 @@ Expected findings:
 - NRM002 on the normalized-output line of LlamaStyleRMSNorm, Olmo2StyleRMSNorm and
   PowRMSNorm (each with its own message: Llama's weight-after-downcast form is flagged as
   differing from F.rms_norm in the last bit, OLMo 2's as the same numbers).
-- NRM001 in FrameCMVN (no affine), VarMeanLayerNorm and UnbiasedLayerNorm (the latter
+- NRM001 in TokenStandardize (no affine), VarMeanLayerNorm and UnbiasedLayerNorm (the latter
   saying that F.layer_norm changes the results slightly).
 - FUS003 (preview) on LayerNorm2d's normalization and the focal weights: pointwise chains.
 Not expected: NRM002 on l2_normalize_eps (x / (||x|| + eps), no 1/sqrt(d): F.normalize);
@@ -69,7 +69,7 @@ def l2_normalize_eps(embeds: torch.Tensor) -> torch.Tensor:
     return embeds / (torch.linalg.norm(embeds, dim=-1, keepdim=True) + 1e-6)  # ok: NRM002
 
 
-class FrameCMVN(nn.Module):
+class TokenStandardize(nn.Module):
     def __init__(self, eps: float = 1e-6):
         super().__init__()
         self.eps = eps
