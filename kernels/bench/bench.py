@@ -12,6 +12,10 @@ with triton.testing.do_bench (median), next to the device-to-device copy bandwid
   python3 kernels/bench/bench.py [--kernel NAME ...] [--out FILE] [--check-only] [--lib PATH]
   python3 kernels/bench/bench.py --sanitize [--kernel NAME ...] [--out FILE]
 
+--merge (with or without --sanitize) re-measures the selected kernels into an existing
+results file: the other kernels' rows stay, the run's own fields go to `merged_runs`, and
+sanitizer totals add up over both runs (harness.merge_results, harness.merge_sanitizer).
+
 --sanitize runs the correctness checks of our variants (fused, baseline, triton) at the
 small shapes of harness.SANITIZE_SHAPES under compute-sanitizer's memcheck, racecheck and
 synccheck, and writes what each tool found into the `sanitizer` section of the results
@@ -448,7 +452,10 @@ def main():
         def ref_torch():
             return torch.stack([x.double() * scale, dy.double() * scale]) if train else x.double() * scale
 
+        triton_fn = lambda: tri["lesson_dropout"].dropout(x, y, p, seed, offset, dy if train else None,  # noqa: E731
+                                                         dx if train else None)
         return Case(y, ref, fused, baseline, eager, (x, dy), library=library, extra_out=[dx] if train else [],
+                    triton=triton_fn,
                     view=(lambda t: torch.stack([t, dx])) if train else None, torch_view=torch_view, ref_torch=ref_torch)
 
     def case_lesson_grouped_gemm(shape, mode, dt):
@@ -509,6 +516,7 @@ def main():
 
         a = lambda k: lambda: lib.call("lesson_fp8_quant", k, ptr(x), ptr(q), ptr(scale), rows, cols, stream())  # noqa: E731
         return Case(q, ref, a("fused"), a("baseline"), eager, (x,), view=lambda t: dequant_view(t, scale),
+                    triton=lambda: tri["lesson_fp8_quant"].fp8_quant(x, q, scale),
                     torch_view=lambda got: dequant_view(got[0], got[1]), extra_out=[scale])
 
     scope = dict(locals())
@@ -655,6 +663,10 @@ def sanitize(args):
     out_path = Path(args.out) if args.out else KERNELS_DIR / "results" / f"{harness.device_slug(device_name())}.json"
     doc = json.loads(out_path.read_text()) if out_path.exists() else {}
     kernels = args.kernel or list(harness.KERNELS)
+    counted = set(kernels) & set((doc.get("sanitizer") or {}).get("kernels", []))
+    if args.merge and counted:
+        raise SystemExit(f"--merge: the sanitizer totals already count {', '.join(sorted(counted))}; "
+                         "run --sanitize over every kernel instead")
     try:
         version = subprocess.run([args.sanitizer, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     except (OSError, IndexError):

@@ -239,17 +239,32 @@ def merge_results(old, new, kernels):
     out["errors"] = [e for e in old.get("errors", []) if e.split(" ", 1)[0] not in kernels] + new.get("errors", [])
     entry = {k: new.get(k) for k in ("date", "command", "driver", "cuda", "torch", "triton", "copy_gbps")}
     entry["kernels"] = sorted(kernels)
-    out["merged_runs"] = [m for m in old.get("merged_runs", []) if not set(m["kernels"]) <= kernels] + [entry]
-    kernels_in_order = dict.fromkeys(r["kernel"] for r in out["runs"])
-    out["summary"] = [row for k in kernels_in_order
-                      for row in summarize([r for r in out["runs"] if r["kernel"] == k], run_of(out, k)["copy_gbps"])]
+    out["merged_runs"] = prune_merged_runs(old.get("merged_runs", []), kernels) + [entry]
+    out["summary"] = summarize_file(out)
+    return out
+
+
+def summarize_file(doc):
+    """summarize() over a results file, each kernel against the copy bandwidth of its own run."""
+    kernels_in_order = dict.fromkeys(r["kernel"] for r in doc["runs"])
+    return [row for k in kernels_in_order
+            for row in summarize([r for r in doc["runs"] if r["kernel"] == k], run_of(doc, k)["copy_gbps"])]
+
+
+def prune_merged_runs(entries, kernels):
+    """Earlier merged runs without `kernels` (re-measured since); runs left with none dropped."""
+    out = []
+    for m in entries:
+        rest = [k for k in m["kernels"] if k not in kernels]
+        if rest:
+            out.append(dict(m, kernels=rest))
     return out
 
 
 def run_of(doc, kernel):
     """The fields of the run that measured `kernel` (device, date, command, copy_gbps, ...):
     its merged run's where it was re-measured by a --merge run, else the file's."""
-    for m in doc.get("merged_runs", []):
+    for m in reversed(doc.get("merged_runs", [])):  # the latest run that measured it
         if kernel in m["kernels"]:
             return {**doc, **{k: v for k, v in m.items() if v is not None}}
     return doc
@@ -257,9 +272,13 @@ def run_of(doc, kernel):
 
 def merge_sanitizer(old, new):
     """The sanitizer section after `new` re-checked some kernels: totals per tool over the
-    kernels checked in either run (kernels_runs lists the runs)."""
+    kernels checked in either run (`runs` lists the runs). Totals cannot be split by kernel, so
+    a kernel the old section already counts cannot be re-checked this way (check all of them)."""
     if not old:
         return new
+    again = [k for k in new["kernels"] if k in old["kernels"]]
+    if again:
+        raise ValueError(f"sanitizer totals already count {', '.join(again)}: run --sanitize over every kernel")
     out = dict(new)
     out["kernels"] = [k for k in old["kernels"] if k not in new["kernels"]] + new["kernels"]
     out["instrumented"] = sorted(set(old.get("instrumented", [])) | set(new.get("instrumented", [])))

@@ -132,17 +132,26 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(harness.run_of(out, "softmax")["command"], "all")
         with self.assertRaises(ValueError):
             harness.merge_results(old, dict(new, device="other"), ["lesson_dropout"])
+        # a second merge re-measuring one of two kernels: each kernel's run is its latest
+        both = harness.merge_results(old, dict(new, runs=[run("lesson_dropout", 2.0), run("softmax", 3.0)]),
+                                     ["lesson_dropout", "softmax"])
+        again = harness.merge_results(both, dict(new, date="d3", runs=[run("softmax", 4.0)]), ["softmax"])
+        self.assertEqual([m["kernels"] for m in again["merged_runs"]], [["lesson_dropout"], ["softmax"]])
+        self.assertEqual(harness.run_of(again, "softmax")["date"], "d3")
+        self.assertEqual(harness.run_of(again, "lesson_dropout")["date"], "d2")
 
     def test_merged_sanitizer_totals(self):
         tool = lambda e, c: {"errors": e, "exit_code": 0, "seconds": 1.0, "checks": c, "checks_correct": c,  # noqa: E731
                              "kernels_with_errors": []}
-        old = {"date": "d1", "kernels": ["softmax", "lesson_dropout"], "tools": {t: tool(0, 5) for t in harness.SANITIZER_TOOLS}}
+        old = {"date": "d1", "kernels": ["softmax"], "tools": {t: tool(0, 5) for t in harness.SANITIZER_TOOLS}}
         new = {"date": "d2", "kernels": ["lesson_dropout"], "tools": {t: tool(1, 2) for t in harness.SANITIZER_TOOLS}}
         out = harness.merge_sanitizer(old, new)
         self.assertEqual(out["kernels"], ["softmax", "lesson_dropout"])
         self.assertEqual(out["tools"]["memcheck"]["errors"], 1)
         self.assertEqual(out["tools"]["racecheck"]["checks"], 7)
         self.assertIsNone(harness.merge_sanitizer(old, dict(new, tools={"memcheck": tool(None, 0)}))["tools"]["memcheck"]["errors"])
+        with self.assertRaises(ValueError):  # counted already: totals would count it twice
+            harness.merge_sanitizer(out, new)
 
     def test_device_slug(self):
         self.assertEqual(harness.device_slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
