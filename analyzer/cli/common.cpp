@@ -111,7 +111,9 @@ Prints the semantic IR the patterns are matched against (docs/IR.md), for one .p
        mlsem kernels bench NAME [--out FILE]
 
 The reference kernels findings point to (kernels/NAME): list them with their measured
-speedups, show one's lesson (README), or benchmark one on this machine's GPU with
+speedups, show one's lesson (README) with its measured ladder (eager PyTorch, library
+call, torch.compile, Triton, naive CUDA, CUDA at each shape and GPU of kernels/results),
+or benchmark one on this machine's GPU with
 kernels/bench/bench.py, writing its measurements to FILE (default:
 kernels/results/<device>.json, where measured speedups are read from).
 )"},

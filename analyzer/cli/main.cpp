@@ -154,7 +154,20 @@ int kernels_command(const std::vector<std::string>& args, const char* argv0) {
   const std::string& name = line.positional[1];
   if (!catalog.find(name)) throw UsageError("kernels", "no kernel '" + name + "' (see `mlsem kernels list`)");
   if (action == "show") {
-    std::cout << catalog.readme(name);
+    // The lesson (README), its generated results tables replaced by the ladder read from
+    // the results files, so the numbers come from the files the findings quote.
+    std::string readme = catalog.readme(name);
+    const std::string begin = "<!-- results:begin -->", end = "<!-- results:end -->";
+    const size_t b = readme.find(begin), e = readme.find(end);
+    const std::string ladder = catalog.ladder_table(name);
+    const std::string measured =
+        ladder.empty() ? "No measurement yet (mlsem kernels bench " + name + ").\n"
+                       : "Measured ladder: median time per call, and speedup over eager PyTorch (above 1: faster).\n\n" + ladder;
+    if (b != std::string::npos && e != std::string::npos && e > b)
+      readme = readme.substr(0, b) + measured + readme.substr(e + end.size());
+    else
+      readme += "\n" + measured;
+    std::cout << readme;
     return errors.empty() ? kClean : kFound;
   }
   return run_benchmark(catalog.bench_command(name, line.value("--out").value_or("")));

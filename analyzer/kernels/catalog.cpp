@@ -1,6 +1,7 @@
 #include "kernels/catalog.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -208,6 +209,79 @@ std::string Catalog::speedup_summary(std::string_view name, std::span<const int6
                      " " + short_dtype(best->dtype);
   if (!best->mode.empty()) text += " (" + best->mode + ")";
   return text;
+}
+
+std::string Catalog::ladder_table(std::string_view name) const {
+  name = strip_prefix(name);
+  struct Rung {
+    const char* variant;
+    const char* title;
+  };
+  static constexpr Rung kRungs[] = {{"torch_eager", "eager PyTorch"}, {"torch_library", "library call"},
+                                    {"torch_compile", "torch.compile"}, {"triton", "Triton"},
+                                    {"baseline", "naive CUDA"},          {"fused", "CUDA"}};
+  std::vector<std::string> devices;
+  for (const Run& r : runs_)
+    if (r.kernel == name && std::find(devices.begin(), devices.end(), r.device) == devices.end())
+      devices.push_back(r.device);
+  std::string out;
+  for (const std::string& device : devices) {
+    // rows in file order, keyed by (mode, shape, dtype)
+    std::vector<std::array<std::string, 3>> keys;
+    std::map<std::array<std::string, 3>, std::map<std::string, const Run*>> cells;
+    for (const Run& r : runs_) {
+      if (r.kernel != name || r.device != device) continue;
+      std::array<std::string, 3> key{r.mode, r.shape, short_dtype(r.dtype)};
+      if (!cells.count(key)) keys.push_back(key);
+      cells[key][r.variant] = &r;
+    }
+    std::vector<const Rung*> columns;  // the rungs this device measured at all
+    for (const Rung& rung : kRungs)
+      for (const auto& key : keys)
+        if (cells[key].count(rung.variant)) {
+          columns.push_back(&rung);
+          break;
+        }
+    std::vector<std::vector<std::string>> table{{"mode", "shape", "dtype"}};
+    for (const Rung* rung : columns) table[0].push_back(rung->title);
+    for (const auto& key : keys) {
+      std::vector<std::string> row{key[0].empty() ? "-" : key[0], key[1], key[2]};
+      const auto& by_variant = cells[key];
+      const auto eager = by_variant.find("torch_eager");
+      const double eager_ms = eager != by_variant.end() && eager->second->correct ? eager->second->ms : 0;
+      for (const Rung* rung : columns) {
+        const auto it = by_variant.find(rung->variant);
+        if (it == by_variant.end() || it->second->ms <= 0) {
+          row.push_back("-");
+          continue;
+        }
+        char cell[64];
+        if (!it->second->correct) {
+          std::snprintf(cell, sizeof cell, "%.4g ms wrong", it->second->ms);
+        } else if (eager_ms > 0) {
+          std::snprintf(cell, sizeof cell, "%.4g ms %.2fx", it->second->ms, eager_ms / it->second->ms);
+        } else {
+          std::snprintf(cell, sizeof cell, "%.4g ms", it->second->ms);
+        }
+        row.push_back(cell);
+      }
+      table.push_back(row);
+    }
+    std::vector<size_t> width(table[0].size(), 0);
+    for (const auto& row : table)
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    out += (out.empty() ? "" : "\n") + device + "\n";
+    for (const auto& row : table) {
+      std::string line = " ";
+      for (size_t i = 0; i < row.size(); ++i) {
+        const bool right = i >= 3;  // times right-aligned
+        const std::string pad(width[i] - row[i].size(), ' ');
+        line += "  " + (right ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : ""));
+      }
+      out += line + "\n";
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> Catalog::bench_command(std::string_view name, const std::string& out_json) const {

@@ -61,6 +61,12 @@ class Catalog {
   // Every timed variant of that measurement's kernel, mode, shape, dtype and device, in file order.
   std::vector<Run> runs_of(const Measurement& m) const;
 
+  // The measured ladder of `name`, as text: one table per device, one row per (mode, shape,
+  // dtype), one column per rung that device measured (eager PyTorch, library call,
+  // torch.compile, Triton, naive CUDA, CUDA), each a median time and its speedup over the
+  // eager form; "wrong" where the run was outside tolerance. "" when nothing was measured.
+  std::string ladder_table(std::string_view name) const;
+
  private:
   std::filesystem::path dir_;
   std::vector<KernelEntry> kernels_;

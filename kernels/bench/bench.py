@@ -12,6 +12,10 @@ with triton.testing.do_bench (median), next to the device-to-device copy bandwid
   python3 kernels/bench/bench.py [--kernel NAME ...] [--out FILE] [--check-only] [--lib PATH]
   python3 kernels/bench/bench.py --sanitize [--kernel NAME ...] [--out FILE]
 
+--merge (with or without --sanitize) re-measures the selected kernels into an existing
+results file: the other kernels' rows stay, the run's own fields go to `merged_runs`, and
+sanitizer totals add up over both runs (harness.merge_results, harness.merge_sanitizer).
+
 --sanitize runs the correctness checks of our variants (fused, baseline, triton) at the
 small shapes of harness.SANITIZE_SHAPES under compute-sanitizer's memcheck, racecheck and
 synccheck, and writes what each tool found into the `sanitizer` section of the results
@@ -42,7 +46,7 @@ ACT_CODE = {"swiglu": 0, "geglu": 1}
 
 # Variants that write the case's output tensor (poisoned before each check).
 OURS = ("fused", "baseline", "triton")
-P, I64, I32, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
+P, I64, I32, F32, U64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_uint64
 SIGNATURES = {
     "bias_gelu": [P, P, P, I64, I64, I32, I32, P],
     "softmax": [P, P, I64, I64, I32, P],
@@ -57,6 +61,11 @@ SIGNATURES = {
     "lesson_warp_reduce": [P, P, I64, I64, P],
     "lesson_tiled_matmul": [P, P, P, I64, I64, I64, P],
     "lesson_smem_transpose": [P, P, I64, I64, P],
+    # the baseline also takes the mask it stores
+    "lesson_dropout": {"fused": [P, P, P, P, I64, F32, U64, U64, P],
+                       "baseline": [P, P, P, P, P, I64, F32, U64, U64, P]},
+    "lesson_grouped_gemm": [P, P, P, P, P, I64, I64, I64, I64, P],
+    "lesson_fp8_quant": [P, P, P, I64, I64, P],
 }
 
 
@@ -78,8 +87,9 @@ class Library:
         self.dll = ctypes.CDLL(str(path))
         self.dll.mlsem_error_string.restype = ctypes.c_char_p
         self.dll.mlsem_error_string.argtypes = [I32]
-        for name, sig in SIGNATURES.items():
+        for name, sigs in SIGNATURES.items():
             for kind in ("fused", "baseline"):
+                sig = sigs[kind] if isinstance(sigs, dict) else sigs
                 fn = getattr(self.dll, f"mlsem_{name}_{kind}")
                 fn.restype = I32
                 fn.argtypes = sig if not (name == "attention_fwd" and kind == "fused") else sig[:-1] + [I32, P]
@@ -106,11 +116,13 @@ class Case:
     """One kernel at one shape: our two launches, PyTorch's three forms, the reference.
 
     out: the tensor our kernels write (poisoned before each check); ref(): float64
-    reference of `view(out)`; torch outputs are compared through torch_view and ref_torch."""
+    reference of `view(out)`; torch outputs are compared through torch_view and ref_torch.
+    extra_out: further tensors our kernels write (poisoned too)."""
 
     def __init__(self, out, ref, fused, baseline, eager_fn, eager_args, library=None, view=None, torch_view=None,
-                 ref_torch=None, compile_eager=True, triton=None):
+                 ref_torch=None, compile_eager=True, triton=None, extra_out=()):
         self.out, self.ref, self.fused, self.baseline = out, ref, fused, baseline
+        self.extra_out = list(extra_out)
         self.triton = triton  # writes `out` like ours
         self.eager_fn, self.eager_args, self.library = eager_fn, eager_args, library
         self.view = view or (lambda t: t)
@@ -130,6 +142,8 @@ def main():
                     help="run our variants under compute-sanitizer; results in the file's `sanitizer` section")
     ap.add_argument("--sanitizer", default=os.environ.get("COMPUTE_SANITIZER", "compute-sanitizer"),
                     help="the compute-sanitizer executable")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other kernels' rows (and sanitizer totals) of the existing results file")
     ap.add_argument("--small", action="store_true", help="the small shapes of harness.SANITIZE_SHAPES")
     ap.add_argument("--ours-only", action="store_true", help="only our variants: fused, baseline, triton")
     args = ap.parse_args()
@@ -162,6 +176,13 @@ def main():
 
     def code(dt):
         return DTYPE_CODE[str(dt).split(".")[-1]]
+
+    def poison(t):
+        """NaN in every element: float8 has no fill_ everywhere, so its NaN byte (0x7f in e4m3fn)."""
+        if t.dtype.is_floating_point and t.element_size() == 1:
+            t.view(torch.uint8).fill_(0x7F)
+        else:
+            t.fill_(float("nan"))
 
     def compare(out, ref):
         o = out.double()
@@ -388,6 +409,116 @@ def main():
         return Case(y, lambda: x.double().t(), a("fused"), a("baseline"), lambda x: x.t().contiguous(), (x,),
                     compile_eager=False)
 
+    def case_lesson_dropout(shape, mode, dt):
+        rows, cols = shape
+        n, p, seed, offset = rows * cols, 0.1, 0x1234ABCD5678, 96
+        train, scale = mode == "train", 1.0 / (1.0 - p)
+        x, dy = randn(rows, cols, dtype=dt), randn(rows, cols, dtype=dt)
+        y, dx = torch.empty_like(x), torch.empty_like(x)  # dx: written in training only
+        mask = torch.empty(n, device=dev, dtype=torch.uint8)  # the baseline's stored mask
+        dyp, dxp = (ptr(dy), ptr(dx)) if train else (None, None)
+        fused = lambda: lib.call("lesson_dropout", "fused", ptr(x), dyp, ptr(y), dxp, n, p, seed, offset, stream())  # noqa: E731
+        baseline = lambda: lib.call("lesson_dropout", "baseline", ptr(x), dyp, ptr(mask), ptr(y), dxp, n, p, seed, offset, stream())  # noqa: E731
+        keep = []
+
+        def ref():
+            if not keep:  # the mask from harness.philox4x32_10 in int64 torch arithmetic: written apart from the kernel
+                g = torch.arange((n + 3) // 4, device=dev, dtype=torch.int64) + offset
+                words = harness.philox4x32_10(g & harness.MASK32, g >> 32, 0, 0, seed & harness.MASK32, seed >> 32)
+                w = torch.stack(words, -1).reshape(-1)[:n]
+                keep.append(((w >> 8) >= harness.dropout_threshold(p)).reshape(rows, cols).double())
+            yr = x.double() * keep[0] * scale
+            return torch.stack([yr, dy.double() * keep[0] * scale]) if train else yr
+
+        def eager(x, dy):  # the hand-written form; autograd would keep `mask` for the backward
+            mask = torch.rand_like(x) >= p
+            y = x * mask / (1 - p)
+            return (y, dy * mask / (1 - p)) if train else y
+
+        def library():
+            yl, m = torch.ops.aten.native_dropout(x, p, True)
+            return (yl, torch.ops.aten.native_dropout_backward(dy, m, scale)) if train else yl
+
+        # PyTorch draws other random numbers: its outputs are checked element by element to be
+        # 0 or the scaled input (dx dropped exactly where y is), not against our mask.
+        def torch_view(got):
+            yt, dxt = got if train else (got, None)
+            dropped = yt == 0
+            yv = torch.where(dropped, x.double() * scale, yt.double())
+            if not train:
+                return yv
+            return torch.stack([yv, torch.where(dropped, dy.double() * scale + dxt.double(), dxt.double())])
+
+        def ref_torch():
+            return torch.stack([x.double() * scale, dy.double() * scale]) if train else x.double() * scale
+
+        triton_fn = lambda: tri["lesson_dropout"].dropout(x, y, p, seed, offset, dy if train else None,  # noqa: E731
+                                                         dx if train else None)
+        return Case(y, ref, fused, baseline, eager, (x, dy), library=library, extra_out=[dx] if train else [],
+                    triton=triton_fn,
+                    view=(lambda t: torch.stack([t, dx])) if train else None, torch_view=torch_view, ref_torch=ref_torch)
+
+    def case_lesson_grouped_gemm(shape, mode, dt):
+        experts, total, kk, nn = shape
+        # Routing: tokens per expert drawn from skewed expert probabilities; at the small
+        # shapes one expert gets none (an empty group is skipped, not a crash).
+        probs = torch.softmax(torch.randn(experts, device=dev, generator=gen), 0)
+        counts = torch.bincount(torch.multinomial(probs, total, replacement=True, generator=gen), minlength=experts)
+        if experts > 2 and total < 4096:
+            counts[0] += counts[2]
+            counts[2] = 0
+        offsets = torch.zeros(experts + 1, dtype=torch.int64, device=dev)
+        offsets[1:] = counts.cumsum(0)
+        offsets_host = offsets.cpu()
+        bounds = offsets_host.tolist()
+        x = randn(total, kk, dtype=dt)
+        w = randn(experts, kk, nn, dtype=dt, scale=1.0 / math.sqrt(kk))
+        y = torch.empty(total, nn, device=dev, dtype=dt)
+        a = lambda k: lambda: lib.call("lesson_grouped_gemm", k, ptr(x), ptr(w), ptr(offsets), ptr(offsets_host), ptr(y), experts, total, kk, nn, stream())  # noqa: E731
+
+        def eager(x, w):  # the loop over experts of a mixture-of-experts layer
+            return torch.cat([x[bounds[e]:bounds[e + 1]] @ w[e] for e in range(experts)])
+
+        def ref():
+            xd, wd = x.double(), w.double()
+            return torch.cat([xd[bounds[e]:bounds[e + 1]] @ wd[e] for e in range(experts)])
+
+        library = None
+        if hasattr(torch, "_grouped_mm"):  # one grouped launch (CUTLASS), offsets: int32 ends of the groups
+            ends = offsets[1:].to(torch.int32)
+            library = lambda: torch._grouped_mm(x, w, offs=ends)  # noqa: E731
+        return Case(y, ref, a("fused"), a("baseline"), eager, (x, w), library=library, compile_eager=False)
+
+    def case_lesson_fp8_quant(shape, mode, dt):
+        rows, cols = shape
+        # rows of very different magnitudes, as tokens' activations are
+        x = (torch.randn(rows, cols, device=dev, generator=gen) *
+             torch.exp(2 * torch.randn(rows, 1, device=dev, generator=gen))).to(dt)
+        q = torch.empty(rows, cols, device=dev, dtype=torch.float8_e4m3fn)
+        scale = torch.empty(rows, device=dev, dtype=torch.float32)
+        fmax = 448.0
+
+        def eager(x):
+            amax = x.abs().amax(dim=-1, keepdim=True).float()
+            s = amax.clamp(min=1e-12) / fmax
+            return (x.float() / s).clamp(-fmax, fmax).to(torch.float8_e4m3fn), s.squeeze(-1)
+
+        def ref_scale():
+            return x.double().abs().amax(-1, keepdim=True).clamp(min=1e-12) / fmax
+
+        def ref():  # e4m3 of the float64 quotient
+            return (x.double() / ref_scale()).clamp(-fmax, fmax).to(torch.float8_e4m3fn).double()
+
+        # q with each row multiplied by (its scale / the float64 scale): a wrong scale shows
+        # as a wrong row, a NaN (unwritten) scale as NaN.
+        def dequant_view(qt, st):
+            return qt.double() * (st.double()[:, None] / ref_scale())
+
+        a = lambda k: lambda: lib.call("lesson_fp8_quant", k, ptr(x), ptr(q), ptr(scale), rows, cols, stream())  # noqa: E731
+        return Case(q, ref, a("fused"), a("baseline"), eager, (x,), view=lambda t: dequant_view(t, scale),
+                    triton=lambda: tri["lesson_fp8_quant"].fp8_quant(x, q, scale),
+                    torch_view=lambda got: dequant_view(got[0], got[1]), extra_out=[scale])
+
     scope = dict(locals())
     cases = {name: fn for name, fn in scope.items() if name.startswith("case_")}
 
@@ -411,10 +542,14 @@ def main():
     }
     out_path = Path(args.out) if args.out else KERNELS_DIR / "results" / f"{harness.device_slug(doc['device'])}.json"
 
+    selected = args.kernel or list(harness.KERNELS)
+    old = json.loads(out_path.read_text()) if args.merge and out_path.exists() else None
+
     def save():
         doc["summary"] = harness.summarize(doc["runs"], doc["copy_gbps"])
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(json.dumps(doc, indent=1) + "\n")
+        merged = harness.merge_results(old, doc, selected) if old else doc
+        out_path.write_text(json.dumps(merged, indent=1) + "\n")
 
     if not args.check_only:
         src = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
@@ -427,7 +562,8 @@ def main():
         """Runs one variant once on poisoned output, compares it with the reference."""
         ours = variant in OURS
         if ours:
-            c.out.fill_(float("nan"))
+            for t in [c.out] + c.extra_out:
+                poison(t)
         got = run()
         torch.cuda.synchronize()
         out = c.view(c.out) if ours else c.torch_view(got)
@@ -439,7 +575,6 @@ def main():
                   f"rel_l2 {rel:.3g}, max_abs {max_abs:.3g}, bad {bad}", flush=True)
         return ok, max_abs, rel
 
-    selected = args.kernel or list(harness.KERNELS)
     started = time.time()
     for kernel in selected:
         spec = dict(harness.SHAPES[kernel])
@@ -528,6 +663,10 @@ def sanitize(args):
     out_path = Path(args.out) if args.out else KERNELS_DIR / "results" / f"{harness.device_slug(device_name())}.json"
     doc = json.loads(out_path.read_text()) if out_path.exists() else {}
     kernels = args.kernel or list(harness.KERNELS)
+    counted = set(kernels) & set((doc.get("sanitizer") or {}).get("kernels", []))
+    if args.merge and counted:
+        raise SystemExit(f"--merge: the sanitizer totals already count {', '.join(sorted(counted))}; "
+                         "run --sanitize over every kernel instead")
     try:
         version = subprocess.run([args.sanitizer, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     except (OSError, IndexError):
@@ -561,7 +700,7 @@ def sanitize(args):
         section["tools"][tool] = entry
         print(f"{tool}: {errors} errors, exit {proc.returncode}, {entry['checks_correct']}/{len(checks)} checks "
               f"correct, {entry['seconds']} s", flush=True)
-    doc["sanitizer"] = section
+    doc["sanitizer"] = harness.merge_sanitizer(doc.get("sanitizer"), section) if args.merge else section
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"results: {out_path}")

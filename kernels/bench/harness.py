@@ -32,6 +32,14 @@ SHAPES = {
     "lesson_warp_reduce": {"dtype": "float32", "shapes": [(4097, 3001), (65536, 1024), (16384, 8192)]},
     "lesson_tiled_matmul": {"dtype": "float32", "shapes": [(1000, 1001, 999), (1024, 1024, 1024), (4096, 4096, 4096)]},
     "lesson_smem_transpose": {"dtype": "float32", "shapes": [(3001, 4097), (4096, 4096), (8192, 8192)]},
+    # modes: the forward alone, or a training step's forward and backward
+    "lesson_dropout": {"dtype": "bfloat16", "modes": ["forward", "train"],
+                       "shapes": [(4097, 3001), (4096, 4096), (16384, 8192)]},
+    # (experts, routed rows, k, n): ragged with an empty expert; Mixtral-like (8 experts of
+    # ~1000 rows); DeepSeek-like (64 of ~256); Qwen3-MoE-like (128 of ~64)
+    "lesson_grouped_gemm": {"dtype": "bfloat16", "shapes": [(7, 1000, 256, 200), (8, 8192, 4096, 4096),
+                                                            (64, 16384, 2048, 1408), (128, 8192, 2048, 768)]},
+    "lesson_fp8_quant": {"dtype": "bfloat16", "shapes": [(4097, 3001), (4096, 4096), (16384, 8192), (1024, 131072)]},
 }
 KERNELS = tuple(SHAPES)
 
@@ -51,6 +59,9 @@ SANITIZE_SHAPES = {
     "lesson_warp_reduce": [(301, 409), (64, 1024)],
     "lesson_tiled_matmul": [(100, 101, 99), (128, 128, 128)],
     "lesson_smem_transpose": [(301, 409), (256, 256)],
+    "lesson_dropout": [(33, 3001), (16, 1024)],
+    "lesson_grouped_gemm": [(5, 300, 64, 136), (3, 129, 128, 72)],
+    "lesson_fp8_quant": [(33, 3001), (16, 8192), (2, 131072)],
 }
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 
@@ -72,6 +83,35 @@ def sanitizer_kernels(log):
         if name and name not in names:
             names.append(name)
     return names
+# Philox4x32-10 (common/philox.h), written once more here for the float64 references of
+# lesson_dropout: the same arithmetic works on Python ints and on int64 torch tensors (no
+# product exceeds 2^49), so the benchmark computes the expected mask on the GPU with torch and
+# the CPU tests check this code against the Random123 known answers.
+MASK32 = 0xFFFFFFFF
+
+
+def _mulhilo32(a, m):
+    """(hi, lo) 32-bit halves of a * m, a < 2^32 (int or int64 tensor), m a 32-bit constant."""
+    lo_part, hi_part = a * (m & 0xFFFF), a * (m >> 16)  # each < 2^48
+    t = (lo_part >> 16) + hi_part  # (a * m) >> 16
+    return t >> 16, ((t & 0xFFFF) << 16) | (lo_part & 0xFFFF)
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    for rnd in range(10):
+        if rnd:
+            k0, k1 = (k0 + 0x9E3779B9) & MASK32, (k1 + 0xBB67AE85) & MASK32
+        hi0, lo0 = _mulhilo32(c0, 0xD2511F53)
+        hi1, lo1 = _mulhilo32(c2, 0xCD9E8D57)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return c0, c1, c2, c3
+
+
+def dropout_threshold(p):
+    """ceil(p * 2^24): element kept when its word's top 24 bits reach it (philox.h)."""
+    return math.ceil(p * (1 << 24))
+
+
 MEMORY_BOUND = ("bias_gelu", "softmax", "layernorm", "rmsnorm", "gated_mlp", "rope", "cross_entropy")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -96,7 +136,7 @@ def is_correct(rel_err, dtype, bad_elements):
     return bad_elements == 0 and math.isfinite(rel_err) and rel_err <= REL_L2_TOLERANCE[dtype]
 
 
-def bytes_moved(kernel, shape, dtype):
+def bytes_moved(kernel, shape, dtype, mode=None):
     """The fewest bytes a perfectly fused kernel must move: each input read once, each output written once."""
     b = DTYPE_BYTES[dtype]
     if kernel in ("bias_gelu",):
@@ -122,6 +162,11 @@ def bytes_moved(kernel, shape, dtype):
     if kernel == "lesson_warp_reduce":
         rows, cols = shape
         return rows * cols * b + rows * b
+    if kernel == "lesson_dropout":  # x -> y, and in training dy -> dx; no mask
+        return (4 if mode == "train" else 2) * math.prod(shape) * b
+    if kernel == "lesson_fp8_quant":  # x read, 1-byte q and a float32 scale per row written
+        rows, cols = shape
+        return rows * cols * (b + 1) + rows * 4
     return None
 
 
@@ -133,6 +178,9 @@ def flops(kernel, shape, mode=None):
     if kernel == "lesson_tiled_matmul":
         m, n, k = shape
         return 2 * m * n * k
+    if kernel == "lesson_grouped_gemm":
+        _, rows, k, n = shape
+        return 2 * rows * k * n
     return None
 
 
@@ -141,7 +189,7 @@ def run_record(kernel, shape, dtype, variant, ms, mode=None, correct=None, max_a
     r = {"kernel": kernel, "shape": shape_str(shape), "dtype": dtype, "variant": variant, "ms": round(ms, 5)}
     if mode:
         r["mode"] = mode
-    by, fl = bytes_moved(kernel, shape, dtype), flops(kernel, shape, mode)
+    by, fl = bytes_moved(kernel, shape, dtype, mode), flops(kernel, shape, mode)
     if by is not None:
         r["gbps"] = round(by / ms / 1e6, 1)
     if fl is not None:
@@ -172,6 +220,83 @@ def summarize(runs, copy_gbps):
         if fused.get("gbps") and copy_gbps:
             row["fraction_of_copy"] = round(fused["gbps"] / copy_gbps, 3)
         out.append(row)
+    return out
+
+
+def merge_results(old, new, kernels):
+    """A results file with `kernels` re-measured: `old` keeps its rows of every other kernel
+    and its run's fields (device, date, command, copy_gbps); the rows of `kernels` come from
+    `new`, a run on the same device, whose own fields are kept in `merged_runs`. Refuses a
+    different device."""
+    if old.get("device") != new.get("device"):
+        raise ValueError(f"cannot merge a run on {new.get('device')!r} into results of {old.get('device')!r}")
+    kernels = set(kernels)
+    out = dict(old)
+    for key in ("runs", "checks"):
+        out[key] = [r for r in old.get(key, []) if r["kernel"] not in kernels] + new.get(key, [])
+    if "attention_fwd" in kernels:
+        out["attention_configs"] = new.get("attention_configs", [])
+    out["errors"] = [e for e in old.get("errors", []) if e.split(" ", 1)[0] not in kernels] + new.get("errors", [])
+    entry = {k: new.get(k) for k in ("date", "command", "driver", "cuda", "torch", "triton", "copy_gbps")}
+    entry["kernels"] = sorted(kernels)
+    out["merged_runs"] = prune_merged_runs(old.get("merged_runs", []), kernels) + [entry]
+    out["summary"] = summarize_file(out)
+    return out
+
+
+def summarize_file(doc):
+    """summarize() over a results file, each kernel against the copy bandwidth of its own run."""
+    kernels_in_order = dict.fromkeys(r["kernel"] for r in doc["runs"])
+    return [row for k in kernels_in_order
+            for row in summarize([r for r in doc["runs"] if r["kernel"] == k], run_of(doc, k)["copy_gbps"])]
+
+
+def prune_merged_runs(entries, kernels):
+    """Earlier merged runs without `kernels` (re-measured since); runs left with none dropped."""
+    out = []
+    for m in entries:
+        rest = [k for k in m["kernels"] if k not in kernels]
+        if rest:
+            out.append(dict(m, kernels=rest))
+    return out
+
+
+def run_of(doc, kernel):
+    """The fields of the run that measured `kernel` (device, date, command, copy_gbps, ...):
+    its merged run's where it was re-measured by a --merge run, else the file's."""
+    for m in reversed(doc.get("merged_runs", [])):  # the latest run that measured it
+        if kernel in m["kernels"]:
+            return {**doc, **{k: v for k, v in m.items() if v is not None}}
+    return doc
+
+
+def merge_sanitizer(old, new):
+    """The sanitizer section after `new` re-checked some kernels: totals per tool over the
+    kernels checked in either run (`runs` lists the runs). Totals cannot be split by kernel, so
+    a kernel the old section already counts cannot be re-checked this way (check all of them)."""
+    if not old:
+        return new
+    again = [k for k in new["kernels"] if k in old["kernels"]]
+    if again:
+        raise ValueError(f"sanitizer totals already count {', '.join(again)}: run --sanitize over every kernel")
+    out = dict(new)
+    out["kernels"] = [k for k in old["kernels"] if k not in new["kernels"]] + new["kernels"]
+    out["instrumented"] = sorted(set(old.get("instrumented", [])) | set(new.get("instrumented", [])))
+    runs = old.get("runs") or [{k: old.get(k) for k in ("date", "kernels")}]
+    out["runs"] = runs + [{"date": new["date"], "kernels": new["kernels"]}]
+    out["tools"] = {}
+    for tool in SANITIZER_TOOLS:
+        a, b = old["tools"].get(tool), new["tools"].get(tool)
+        if not a or not b:
+            out["tools"][tool] = b or a
+            continue
+        merged = dict(b)
+        merged["errors"] = None if a["errors"] is None or b["errors"] is None else a["errors"] + b["errors"]
+        merged["exit_code"] = a["exit_code"] or b["exit_code"]
+        for k in ("seconds", "checks", "checks_correct"):
+            merged[k] = round(a[k] + b[k], 1)
+        merged["kernels_with_errors"] = a["kernels_with_errors"] + b["kernels_with_errors"]
+        out["tools"][tool] = merged
     return out
 
 

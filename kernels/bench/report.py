@@ -40,9 +40,10 @@ def ratio(group, other):
 
 
 def kernel_table(doc, kernel):
-    copy = doc["copy_gbps"]
-    lines = [f"Measured on {doc['device']} (driver {doc['driver']}, CUDA {doc['cuda']}, torch {doc['torch']}), "
-             f"{doc['date'][:10]}, `{doc['command']}`; copy bandwidth of the same run {copy:.0f} GB/s. "
+    run = harness.run_of(doc, kernel)
+    copy = run["copy_gbps"]
+    lines = [f"Measured on {doc['device']} (driver {run['driver']}, CUDA {run['cuda']}, torch {run['torch']}), "
+             f"{run['date'][:10]}, `{run['command']}`; copy bandwidth of the same run {copy:.0f} GB/s. "
              "Speedups are the other variant's median time over the fused kernel's (above 1: fused is faster).", "",
              "| mode | shape | dtype | fused ms | throughput | % of copy | vs eager | vs library | vs compile | vs triton | vs baseline | correct |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -110,7 +111,7 @@ def overview(doc):
     for kernel in harness.KERNELS:
         for mode, (shape, g) in largest(groups, kernel).items():
             f = g["fused"]
-            pct = 100 * f["gbps"] / copy if "gbps" in f else None
+            pct = 100 * f["gbps"] / harness.run_of(doc, kernel)["copy_gbps"] if "gbps" in f else None
             eager, lib, comp = ratio(g, "torch_eager"), ratio(g, "torch_library"), ratio(g, "torch_compile")
             missed = misses(kernel, mode, g, copy)
             verdict = "met" if not missed else "missed: " + ", ".join(missed)
@@ -160,7 +161,8 @@ def main():
     if not docs:
         raise SystemExit(__doc__)
     for kernel in harness.KERNELS:
-        replace_block(KERNELS_DIR / kernel / "README.md", "\n\n".join(kernel_table(d, kernel) for d in docs))
+        tables = [kernel_table(d, kernel) for d in docs if any(r["kernel"] == kernel for r in d["runs"])]
+        replace_block(KERNELS_DIR / kernel / "README.md", "\n\n".join(tables) or "Not measured yet.")
     replace_block(KERNELS_DIR / "README.md", "\n\n".join(overview(d) for d in docs))
 
 

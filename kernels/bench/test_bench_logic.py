@@ -47,6 +47,28 @@ class CountsTest(unittest.TestCase):
         self.assertEqual(m["tflops"], 1.0)  # 2e9 flops in 2 ms
 
 
+class PhiloxTest(unittest.TestCase):
+    def test_known_answers_of_random123(self):
+        # counter words, key words, output (Random123 tests/kat_vectors, philox4x32 10)
+        kats = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+                ((0xffffffff,) * 4, (0xffffffff,) * 2, (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+                ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+                 (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]
+        for ctr, key, out in kats:
+            self.assertEqual(harness.philox4x32_10(*ctr, *key), out)
+
+    def test_threshold(self):
+        self.assertEqual(harness.dropout_threshold(0.1), 1677722)
+        self.assertEqual(harness.dropout_threshold(0.0), 0)
+
+    def test_dropout_moves_no_mask(self):
+        # training step: x and dy read, y and dx written, 2 bytes each; the forward alone half
+        self.assertEqual(harness.bytes_moved("lesson_dropout", (4, 8), "bfloat16", "train"), 4 * 32 * 2)
+        self.assertEqual(harness.bytes_moved("lesson_dropout", (4, 8), "bfloat16", "forward"), 2 * 32 * 2)
+        self.assertEqual(harness.bytes_moved("lesson_fp8_quant", (4, 8), "bfloat16"), 32 * 3 + 16)
+        self.assertEqual(harness.flops("lesson_grouped_gemm", (8, 100, 64, 32)), 2 * 100 * 64 * 32)
+
+
 class ShapesTest(unittest.TestCase):
     def test_every_kernel_has_a_ragged_shape_and_a_large_one(self):
         for kernel, spec in harness.SHAPES.items():
@@ -88,6 +110,48 @@ class SummaryTest(unittest.TestCase):
                                                    "racecheck": {}}}}
         problems = harness.validate_results(doc)
         self.assertEqual(problems, ["sanitizer: unknown tool 'initcheck'", "sanitizer.racecheck: missing 'errors'"])
+
+    def test_merge_replaces_only_the_remeasured_kernels(self):
+        run = lambda k, ms: harness.run_record(k, (1024, 1024), "bfloat16", "fused", ms, correct=True, max_abs_err=0)  # noqa: E731
+        old = {"device": "H", "date": "d1", "command": "all", "copy_gbps": 100.0,
+               "runs": [run("softmax", 1.0), run("lesson_dropout", 9.0)], "checks": [],
+               "errors": ["lesson_dropout 4x8 bfloat16: boom", "softmax 4x8 bfloat16: kept"]}
+        new = {"device": "H", "date": "d2", "command": "some", "copy_gbps": 90.0,
+               "runs": [run("lesson_dropout", 2.0)], "checks": [], "errors": []}
+        out = harness.merge_results(old, new, ["lesson_dropout"])
+        self.assertEqual([(r["kernel"], r["ms"]) for r in out["runs"]], [("softmax", 1.0), ("lesson_dropout", 2.0)])
+        self.assertEqual(out["errors"], ["softmax 4x8 bfloat16: kept"])
+        self.assertEqual((out["date"], out["copy_gbps"]), ("d1", 100.0))
+        self.assertEqual(out["merged_runs"][0]["date"], "d2")
+        self.assertEqual(len(out["summary"]), 2)
+        # each kernel's fraction of copy against its own run's copy bandwidth (2 MiB in, 2 MiB out)
+        fractions = {row["kernel"]: row["fraction_of_copy"] for row in out["summary"]}
+        self.assertAlmostEqual(fractions["lesson_dropout"], round(round(4 * 2 ** 20 / 2.0 / 1e6, 1) / 90.0, 3))
+        self.assertAlmostEqual(fractions["softmax"], round(round(4 * 2 ** 20 / 1.0 / 1e6, 1) / 100.0, 3))
+        self.assertEqual(harness.run_of(out, "lesson_dropout")["command"], "some")
+        self.assertEqual(harness.run_of(out, "softmax")["command"], "all")
+        with self.assertRaises(ValueError):
+            harness.merge_results(old, dict(new, device="other"), ["lesson_dropout"])
+        # a second merge re-measuring one of two kernels: each kernel's run is its latest
+        both = harness.merge_results(old, dict(new, runs=[run("lesson_dropout", 2.0), run("softmax", 3.0)]),
+                                     ["lesson_dropout", "softmax"])
+        again = harness.merge_results(both, dict(new, date="d3", runs=[run("softmax", 4.0)]), ["softmax"])
+        self.assertEqual([m["kernels"] for m in again["merged_runs"]], [["lesson_dropout"], ["softmax"]])
+        self.assertEqual(harness.run_of(again, "softmax")["date"], "d3")
+        self.assertEqual(harness.run_of(again, "lesson_dropout")["date"], "d2")
+
+    def test_merged_sanitizer_totals(self):
+        tool = lambda e, c: {"errors": e, "exit_code": 0, "seconds": 1.0, "checks": c, "checks_correct": c,  # noqa: E731
+                             "kernels_with_errors": []}
+        old = {"date": "d1", "kernels": ["softmax"], "tools": {t: tool(0, 5) for t in harness.SANITIZER_TOOLS}}
+        new = {"date": "d2", "kernels": ["lesson_dropout"], "tools": {t: tool(1, 2) for t in harness.SANITIZER_TOOLS}}
+        out = harness.merge_sanitizer(old, new)
+        self.assertEqual(out["kernels"], ["softmax", "lesson_dropout"])
+        self.assertEqual(out["tools"]["memcheck"]["errors"], 1)
+        self.assertEqual(out["tools"]["racecheck"]["checks"], 7)
+        self.assertIsNone(harness.merge_sanitizer(old, dict(new, tools={"memcheck": tool(None, 0)}))["tools"]["memcheck"]["errors"])
+        with self.assertRaises(ValueError):  # counted already: totals would count it twice
+            harness.merge_sanitizer(out, new)
 
     def test_device_slug(self):
         self.assertEqual(harness.device_slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")

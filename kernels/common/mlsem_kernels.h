@@ -92,6 +92,30 @@ int mlsem_lesson_smem_transpose_fused(const float* x, float* y, int64_t rows, in
 int mlsem_lesson_smem_transpose_baseline(const float* x, float* y, int64_t rows, int64_t cols,
                                          mlsem_stream stream);
 
+// Low-memory dropout, bf16 [n]: y = x * keep / (1 - p), and with dy and dx (both or neither)
+// the backward dx = dy * keep / (1 - p) with the same mask. keep: Philox4x32-10 keyed by seed,
+// element i from counter offset + i / 4 (common/philox.h). Fused: the mask recomputed in each
+// kernel, never stored; baseline: the mask written to `mask` (uint8 [n]) and read back.
+int mlsem_lesson_dropout_fused(const void* x, const void* dy, void* y, void* dx, int64_t n, float p, uint64_t seed,
+                               uint64_t offset, mlsem_stream stream);
+int mlsem_lesson_dropout_baseline(const void* x, const void* dy, uint8_t* mask, void* y, void* dx, int64_t n,
+                                  float p, uint64_t seed, uint64_t offset, mlsem_stream stream);
+// Grouped GEMM (mixture of experts), bf16: y[rows of e] = x[rows of e] @ w[e] for each expert e,
+// x [total_m, k], w [experts, k, n], y [total_m, n]; expert e owns rows offsets[e] .. offsets[e + 1]
+// (int64 [experts + 1], 0 .. total_m). Fused: one launch, offsets on the device; baseline: one
+// launch per expert, from offsets_host. k and n multiples of 8, at most 1024 experts.
+int mlsem_lesson_grouped_gemm_fused(const void* x, const void* w, const int64_t* offsets, const int64_t* offsets_host,
+                                    void* y, int64_t experts, int64_t total_m, int64_t k, int64_t n,
+                                    mlsem_stream stream);
+int mlsem_lesson_grouped_gemm_baseline(const void* x, const void* w, const int64_t* offsets,
+                                       const int64_t* offsets_host, void* y, int64_t experts, int64_t total_m,
+                                       int64_t k, int64_t n, mlsem_stream stream);
+// Row-wise fp8 quantization: x bf16 [rows, cols] -> q e4m3 [rows, cols] (bytes), scale float32
+// [rows] with scale = max(amax, 1e-12) / 448 and q = e4m3(x / scale), saturating (x ~ q * scale).
+int mlsem_lesson_fp8_quant_fused(const void* x, void* q, float* scale, int64_t rows, int64_t cols, mlsem_stream stream);
+int mlsem_lesson_fp8_quant_baseline(const void* x, void* q, float* scale, int64_t rows, int64_t cols,
+                                    mlsem_stream stream);
+
 #ifdef __cplusplus
 }
 #endif

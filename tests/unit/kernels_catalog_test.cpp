@@ -1,6 +1,7 @@
 // The kernels catalog: READMEs as lessons, benchmark results as measured speedups.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -127,6 +128,29 @@ TEST(KernelsCatalog, MissingDirectoryIsAnError) {
   EXPECT_EQ(c.speedup_summary("softmax"), "no measurement yet");
 }
 
+TEST_F(TempKernels, LadderTableHasARowPerShapeAndAColumnPerMeasuredRung) {
+  write("softmax/README.md", "# Softmax\n");
+  write("results/h100.json", results("H100", run("softmax", "1024x1024", "torch_eager", 0.4) + "," +
+                                                 run("softmax", "1024x1024", "fused", 0.1) + "," +
+                                                 run("softmax", "1024x1024", "torch_compile", 0.2) + "," +
+                                                 run("softmax", "4096x4096", "torch_eager", 3.0) + "," +
+                                                 run("softmax", "4096x4096", "fused", 1.0, false) + "," +
+                                                 run("layernorm", "1024x1024", "triton", 9.0)));
+  std::vector<FileError> errors;
+  const Catalog c = Catalog::load(dir_, errors);
+  const std::string t = c.ladder_table("kernels/softmax");
+  EXPECT_EQ(t.rfind("H100\n", 0), 0u) << t;
+  EXPECT_NE(t.find("eager PyTorch"), std::string::npos) << t;
+  EXPECT_NE(t.find("torch.compile"), std::string::npos) << t;
+  EXPECT_EQ(t.find("Triton"), std::string::npos) << t;  // measured for another kernel only
+  EXPECT_EQ(t.find("library call"), std::string::npos) << t;
+  EXPECT_NE(t.find("0.1 ms 4.00x"), std::string::npos) << t;    // fused against eager
+  EXPECT_NE(t.find("0.2 ms 2.00x"), std::string::npos) << t;    // compile against eager
+  EXPECT_NE(t.find("1 ms wrong"), std::string::npos) << t;      // outside tolerance: no speedup
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4);           // device, header, two shapes
+  EXPECT_TRUE(c.ladder_table("rope").empty());
+}
+
 // The repository's own kernels and results: every kernel the rules link to has a lesson,
 // and the committed GPU results give each memory-bound kernel a measured speedup.
 TEST(KernelsCatalog, RepositoryKernelsHaveLessonsAndMeasurements) {
@@ -135,7 +159,8 @@ TEST(KernelsCatalog, RepositoryKernelsHaveLessonsAndMeasurements) {
   EXPECT_TRUE(errors.empty()) << errors.front().path << ": " << errors.front().message;
   for (const char* name : {"bias_gelu", "softmax", "layernorm", "rmsnorm", "gated_mlp", "rope", "cross_entropy",
                            "attention_fwd", "lesson_coalescing", "lesson_vectorized", "lesson_warp_reduce",
-                           "lesson_tiled_matmul", "lesson_smem_transpose"}) {
+                           "lesson_tiled_matmul", "lesson_smem_transpose", "lesson_dropout", "lesson_grouped_gemm",
+                           "lesson_fp8_quant"}) {
     const KernelEntry* k = c.find(name);
     ASSERT_NE(k, nullptr) << name;
     EXPECT_FALSE(k->title.empty()) << name;
