@@ -21,8 +21,13 @@ namespace mlsem::python {
 //   sdpa_note                 what the fix assumes or changes (a float mask, pre-scaled q)
 //   context_variant           why SDPA would not compute the same numbers: the engine
 //                             demotes the finding (docs/PATTERNS.md, "Context")
-// and sets `repeat_one` on K/V head copies of a model file whose configurations never
-// group K/V heads (timm's registered models with no kv-heads count below the heads).
+// and (mark_ungrouped_kv_copies) sets `repeat_one` on K/V head copies of a model file
+// whose configurations never group K/V heads.
 void annotate_attention_fixes(const SourceFile& file, TSNode root, ir::Module& out);
+
+// timm model files register their configurations: when none sets a K/V head count to a
+// number, `num_kv_heads or num_heads` leaves one group and the copies never copy
+// (attention_gqa.cpp).
+void mark_ungrouped_kv_copies(const SourceFile& file, ir::Module& out);
 
 }  // namespace mlsem::python

@@ -213,9 +213,10 @@ class WrappedProductsAttention(nn.Module):
     def forward(self, x):
         B, N, C = x.shape
         q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
-        scores = self.matmul_qk(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        # The finding covers this function's own lines: the products are in the wrapper.
+        scores = self.matmul_qk(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)  # expect: ATT001
         probs = F.softmax(scores, dim=-1)
-        return self.matmul_qkv(probs, v)  # expect: ATT001
+        return self.matmul_qkv(probs, v)
 
 
 class CanineStyleAttention(nn.Module):
