@@ -430,9 +430,16 @@ class FixPass : private AttentionSyntax {
     // The scale: SDPA's default is 1/sqrt(head_dim); scores not scaled need scale=1.0.
     std::string scale;
     if (q_scale != ir::kNoNode) scales.insert(scales.begin(), q_scale);
-    // A local or a parameter (`scaling`) may hold anything at run time (T5 passes 1.0):
-    // only an expression or an attribute set to 1/sqrt(head_dim) is left to the default.
-    if (scales.size() == 1 && flag(fn.nodes[scales[0]], "sqrt_like") && !is_ident(factor_text(fn, fn.nodes[scales[0]]))) {
+    // SDPA's default is left only to a factor that spells the head dim (`math.sqrt(self.
+    // head_dim)`, `k.size(-1) ** -0.5`); a variable or an attribute (`scaling`, which T5
+    // sets to 1.0; `self.scale = embed_dim ** -0.5` in CvT) is passed as written.
+    auto head_dim_spelled = [](const std::string& f) {
+      std::string l = lower(f);
+      return !is_ident(f) && (l.find("head") != std::string::npos || l.find("size(-1)") != std::string::npos ||
+                              l.find("shape[-1]") != std::string::npos);
+    };
+    if (scales.size() == 1 && flag(fn.nodes[scales[0]], "sqrt_like") &&
+        head_dim_spelled(factor_text(fn, fn.nodes[scales[0]]))) {
       scale.clear();
     } else if (scales.empty()) {
       scale = "1.0";

@@ -75,8 +75,8 @@ TEST_F(AttentionFix, FixesComputeTheSameNumbers) {
            line_of("attention_sdpa_fixes.py", "self.q_proj(hidden_states) * self.scaling") +
            "), so scale=1.0 keeps the numbers"},
       {"RelativeBiasAttention",
-       "out = F.scaled_dot_product_attention(q, k, v, attn_mask=rel_bias if mask is None else rel_bias + mask)  "
-       "# a float attn_mask: SDPA runs its memory-efficient or math kernel, not flash"},
+       "out = F.scaled_dot_product_attention(q, k, v, attn_mask=rel_bias if mask is None else rel_bias + mask, "
+       "scale=self.scale)  # a float attn_mask: SDPA runs its memory-efficient or math kernel, not flash"},
       {"OpenAIGPTAttention", "out = F.scaled_dot_product_attention(q, k.transpose(-2, -1), v, attn_mask=attention_mask)"},
       {"ReassignedMaskAttention",
        "out = F.scaled_dot_product_attention(query_layer, key_layer, value_layer, attn_mask=attention_mask)"},
