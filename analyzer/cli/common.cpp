@@ -63,7 +63,7 @@ rules:
   --show-demoted          also report findings demoted by their context (info: eager
                           fallbacks, tests, op references, parity variants)
   --keep-context KINDS    treat these contexts as user code, not demoted (comma-separated:
-                          test, reference, parity, fallback, returns-weights, or all)
+                          test, reference, parity, fallback, returns-weights, variant, or all)
 configuration:
   --config FILE           use this mlsem.toml / pyproject.toml for every file
   --isolated              ignore every configuration file

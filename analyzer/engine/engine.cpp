@@ -413,6 +413,10 @@ std::optional<ContextHit> context_of(const ir::Module& module, const FunctionVie
     if (r == 0) break;
     r = fn.regions[r].parent;
   }
+  // A fact of the match's root itself, last (`context_variant` on an attention product).
+  for (const char* kind : kContextKinds)
+    if (const std::string* why = string_attr(view.node(m.root).attrs, std::string("context_") + kind); why && applies(kind))
+      return ContextHit{kind, *why};
   return std::nullopt;
 }
 

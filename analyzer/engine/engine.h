@@ -71,7 +71,8 @@ class CompiledPatterns;  // engine/pattern.h
 // `info` with their confidence capped here, below the default display threshold.
 inline constexpr double kDemotedConfidence = 0.3;
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
-inline constexpr const char* kContextKinds[] = {"test", "reference", "parity", "fallback", "returns-weights"};
+inline constexpr const char* kContextKinds[] = {"test", "reference", "parity", "fallback", "returns-weights",
+                                                "variant"};
 
 struct AnalyzeOptions {
   // Rule ids to run; null = every rule. Patterns of other rules are not even tried, and

@@ -6,9 +6,10 @@ scores computed as `torch.baddbmm(alibi, q, k, beta=1.0, alpha=inv_norm_factor)`
 the dtype's minimum, an fp32 softmax cast back, dropout and torch.bmm with the values;
 plus build_alibi_tensor for the per-head linear biases.
 
-Expected findings:
-- ATT001 at `context_layer = torch.bmm(attention_probs_reshaped, value_layer)`.
-Not expected: FUS003 on the ALiBi position table (two integer ops on a (batch, seq) mask).
+Expected findings: none by default.
+Not expected: ATT001 at `context_layer = torch.bmm(attention_probs_reshaped, value_layer)`
+is demoted (info, hidden by default): the ALiBi bias is added to 3-D scores and the mask
+in their 4-D view, which one attn_mask cannot take as written; FUS003 on the ALiBi position table (two integer ops on a (batch, seq) mask).
 """
 
 import math
@@ -71,7 +72,7 @@ class BloomAttention(nn.Module):
         attention_probs = self.attention_dropout(attention_probs)
 
         attention_probs_reshaped = attention_probs.view(batch_size * self.num_heads, q_length, -1)
-        context_layer = torch.bmm(attention_probs_reshaped, value_layer)  # expect: ATT001
+        context_layer = torch.bmm(attention_probs_reshaped, value_layer)  # ok: ATT001
 
         context_layer = context_layer.view(batch_size, self.num_heads, q_length, self.head_dim)
         context_layer = context_layer.permute(0, 2, 1, 3).reshape(batch_size, q_length, self.hidden_size)
