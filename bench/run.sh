@@ -6,7 +6,8 @@
 #   bench/run.sh [RUNS]        RUNS repetitions of each step (default 5); medians are reported
 #
 # Environment: MLSEM_BUILD_DIR (default build-bench), JOBS (the "all jobs" count,
-# default nproc), RUFF=0 (skip Ruff-wasm), INSTR=0 (skip counting instructions),
+# default nproc), BUILD=0 (use the binaries already in the build directory),
+# RUFF=0 (skip Ruff-wasm), INSTR=0 (skip counting instructions),
 # INSTR_EVERY=N (count instructions on every Nth file only; default 1, the whole corpus).
 # mlsem exits 1 when it has findings; only other codes are failures.
 set -euo pipefail
@@ -17,12 +18,14 @@ build=${MLSEM_BUILD_DIR:-$root/build-bench}
 out=$root/bench/out
 mkdir -p "$out"
 
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLSEM_BUILD_TESTS=OFF \
-    -DMLSEM_KERNELS=OFF >"$out/build.log" 2>&1 || { cat "$out/build.log" >&2; exit 1; }
+if [ "${BUILD:-1}" != 0 ]; then
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLSEM_BUILD_TESTS=OFF \
+      -DMLSEM_KERNELS=OFF >"$out/build.log" 2>&1 || { cat "$out/build.log" >&2; exit 1; }
+  fi
+  cmake --build "$build" -j "$jobs" --target mlsem mlsem_parse_bench >"$out/build.log" 2>&1 ||
+    { tail -30 "$out/build.log" >&2; exit 1; }
 fi
-cmake --build "$build" -j "$jobs" --target mlsem mlsem_parse_bench >"$out/build.log" 2>&1 ||
-  { tail -30 "$out/build.log" >&2; exit 1; }
 
 corpus=$("$root/bench/fetch_corpus.sh")
 # The same explicit list goes to both tools, so both see exactly the same files
