@@ -104,12 +104,18 @@ if [ "$instr" != 0 ]; then
   awk -v n="$every" '(NR - 1) % n == 0' "$out/files.txt" >"$out/instr-files.txt"
   mapfile -t instr_files <"$out/instr-files.txt"
   count_instr() {  # STEP CMD...: prints the instructions CMD retired
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" >/dev/null 2>"$out/$1.instr.log" || true
-    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/$1.instr.log" | tail -1
+    local step=$1
+    shift
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" >/dev/null 2>"$out/$step.instr.log" || true
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/$step.instr.log" | tail -1
   }
   instr_parse=$(count_instr parse "$build/bench/mlsem_parse_bench" -j 1 "$out/instr-files.txt")
   instr_analyze=$(count_instr analyze "$build/mlsem" analyze --no-cache --format json -j 1 \
     --output "$out/instr-analyze.json" "${instr_files[@]}")
+  if [ -z "$instr_parse" ] || [ -z "$instr_analyze" ]; then
+    echo "bench: callgrind failed: see $out/parse.instr.log and $out/analyze.instr.log" >&2
+    instr=0
+  fi
 fi
 
 bytes=$(cat "${files[@]}" | wc -c)
