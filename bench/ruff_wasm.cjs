@@ -1,6 +1,6 @@
 // The peer for bench/run.sh: Ruff's WebAssembly build for Node
 // (@astral-sh/ruff-wasm-nodejs, pinned in bench/ruff/package.json) lints every file of a
-// list with its default settings (Workspace.defaultSettings(): rules E4, E7, E9, F).
+// list with its default settings (Workspace.defaultSettings(): 407 rules in 0.17.3).
 //
 //   node bench/ruff_wasm.cjs FILE_LIST
 //
