@@ -70,10 +70,7 @@ bool subset(const std::vector<ByteSpan>& small, const std::vector<ByteSpan>& big
 void score(const CompiledPattern& p, const FunctionView& view, const Match& m, Finding& f) {
   double confidence = p.base;
   auto holds = [&](const EvidenceSpec& spec, ir::NodeId n) {
-    if (!spec.check.empty()) {
-      auto computed = view.computed_attrs(n);
-      if (!eval_predicates(spec.check, view.node(n).attrs, &computed)) return false;
-    }
+    if (!spec.check.empty() && !view.holds(spec.check, n)) return false;
     return !spec.inside || view.inside(view.node(n).region, *spec.inside);
   };
   for (const EvidenceSpec& spec : p.evidence) {
@@ -200,8 +197,7 @@ std::optional<std::string> lookup_ref(const FixRef& ref, const FunctionView& vie
     }
     if (i + 1 != ref.path.size()) return std::nullopt;
     if (const auto* a = view.node(n).attr(part)) return fix_text(*a);
-    auto computed = view.computed_attrs(n);
-    if (auto it = computed.find(part); it != computed.end()) return fix_text(it->second);
+    if (auto computed = view.computed_attr(n, part)) return fix_text(*computed);
     return std::nullopt;
   }
   return spelling(view.node(n), source);

@@ -78,10 +78,7 @@ class Matcher {
     if (!valid(n) || ++steps_ > kStepBudget) return false;
     switch (t.kind) {
       case PatternTerm::Kind::kAny:
-        if (!t.preds.empty()) {
-          auto computed = view_.computed_attrs(n);
-          if (!eval_predicates(t.preds, view_.node(n).attrs, &computed)) return false;
-        }
+        if (!t.preds.empty() && !view_.holds(t.preds, n)) return false;
         return with_label(t.label, n, k);
       case PatternTerm::Kind::kVar: {
         for (const auto& [name, bound] : vars_)
@@ -145,9 +142,7 @@ class Matcher {
   bool op_matches(const PatternTerm& t, ir::NodeId n) const {
     const ir::Node& node = view_.node(n);
     if (std::find(t.ops.begin(), t.ops.end(), node.op) == t.ops.end()) return false;
-    if (t.preds.empty()) return true;
-    auto computed = view_.computed_attrs(n);
-    return eval_predicates(t.preds, node.attrs, &computed);
+    return t.preds.empty() || view_.holds(t.preds, n);
   }
 
   bool match_op(const PatternTerm& t, ir::NodeId n, Continuation k) {
@@ -281,18 +276,37 @@ FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.si
       if (in < users_.size()) ++users_[in];
 }
 
-std::map<std::string, ir::Attr> FunctionView::computed_attrs(ir::NodeId id) const {
+void FunctionView::compute_flows() const {
   // The data-flow facts are computed on first use: most functions never need them.
   if (data_.empty() && !fn_.nodes.empty()) {
     data_ = data_flow(fn_);
     reduced_ = reduced_flow(fn_, data_);
   }
+}
+
+std::optional<ir::Attr> FunctionView::computed_attr(ir::NodeId id, std::string_view key) const {
   const ir::Node& n = fn_.nodes[id];
-  return {{"op", n.op},
-          {"users", static_cast<int64_t>(users_[id])},
-          {"inputs", static_cast<int64_t>(n.inputs.size())},
-          {"data", static_cast<bool>(data_[id])},
-          {"reduced", static_cast<bool>(reduced_[id])}};
+  if (key == "op") return n.op;
+  if (key == "users") return static_cast<int64_t>(users_[id]);
+  if (key == "inputs") return static_cast<int64_t>(n.inputs.size());
+  if (key == "data" || key == "reduced") {
+    compute_flows();
+    return static_cast<bool>(key == "data" ? data_[id] : reduced_[id]);
+  }
+  return std::nullopt;
+}
+
+bool FunctionView::holds(const std::vector<Predicate>& preds, ir::NodeId id) const {
+  const auto& attrs = fn_.nodes[id].attrs;
+  for (const Predicate& p : preds) {
+    if (auto it = attrs.find(p.key); it != attrs.end()) {
+      if (!eval_predicate_on(p, &it->second)) return false;
+      continue;
+    }
+    std::optional<ir::Attr> computed = computed_attr(id, p.key);
+    if (!eval_predicate_on(p, computed ? &*computed : nullptr)) return false;
+  }
+  return true;
 }
 
 bool FunctionView::inside(uint32_t region, const RegionSpec& spec) const {

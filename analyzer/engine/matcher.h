@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,16 +25,21 @@ class FunctionView {
   // "op" (the node's op), "users" (how many nodes use it), "inputs" (its operand count),
   // "data" (it holds data-sized tensors: see data_flow in matcher.cpp), "reduced" (it
   // holds per-row statistics, such as a mean or std + eps: see reduced_flow).
-  std::map<std::string, ir::Attr> computed_attrs(ir::NodeId id) const;
+  // One of them, or nullopt when `key` names none.
+  std::optional<ir::Attr> computed_attr(ir::NodeId id, std::string_view key) const;
+  // Predicates on a node: its stored attributes, else the computed one of that key
+  // (computed only when a predicate asks for it).
+  bool holds(const std::vector<Predicate>& preds, ir::NodeId id) const;
   // Is `region` or any region enclosing it of this kind with these attributes?
   bool inside(uint32_t region, const RegionSpec& spec) const;
 
  private:
   const ir::Function& fn_;
   std::vector<uint32_t> users_;
-  // Filled by computed_attrs on first use (a FunctionView belongs to one thread).
+  // Filled on the first use of "data" or "reduced" (a FunctionView belongs to one thread).
   mutable std::vector<bool> data_;
   mutable std::vector<bool> reduced_;
+  void compute_flows() const;
 };
 
 struct Match {

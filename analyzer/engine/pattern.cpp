@@ -351,6 +351,10 @@ bool eval_predicate(const Predicate& p, const std::map<std::string, ir::Attr>& a
   else if (extra) {
     if (auto jt = extra->find(p.key); jt != extra->end()) a = &jt->second;
   }
+  return eval_predicate_on(p, a);
+}
+
+bool eval_predicate_on(const Predicate& p, const ir::Attr* a) {
   switch (p.kind) {
     case Predicate::Kind::kTruthy: return a && truthy(*a);
     case Predicate::Kind::kFalsy: return !a || !truthy(*a);

@@ -69,6 +69,8 @@ bool eval_predicate(const Predicate& p, const std::map<std::string, ir::Attr>& a
                     const std::map<std::string, ir::Attr>* extra = nullptr);
 bool eval_predicates(const std::vector<Predicate>& ps, const std::map<std::string, ir::Attr>& attrs,
                      const std::map<std::string, ir::Attr>* extra = nullptr);
+// One predicate on the value of its key (null when the key is absent).
+bool eval_predicate_on(const Predicate& p, const ir::Attr* a);
 
 // Every label and op name used in a term (for load-time validation).
 void collect_labels(const PatternTerm& t, std::vector<std::string>& out);

@@ -205,6 +205,14 @@ class Builder {
     std::vector<std::vector<TSNode>>* pool_;
   };
   std::vector<std::vector<TSNode>> list_pool_;
+  // Each node's named children, listed once: tree-sitter spends hundreds of instructions
+  // on each step between children (repetitions are hidden binary trees), and a helper's
+  // body is lowered again for every call that inlines it. Keyed by the node's id.
+  struct ChildSpan {
+    uint32_t begin = 0, count = 0;
+  };
+  std::unordered_map<const void*, ChildSpan> child_spans_;
+  std::vector<TSNode> child_store_;
 
   NodeList named(TSNode n);
   TSNode unparen(TSNode n) const;

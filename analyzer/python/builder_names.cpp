@@ -14,7 +14,15 @@ namespace mlsem::python::detail {
 
 Builder::NodeList Builder::named(TSNode n) {
   NodeList out(&list_pool_);
-  children_.named(n, out.vec(), S.comment);
+  auto [it, added] = child_spans_.try_emplace(n.id);
+  if (added) {
+    children_.named(n, out.vec(), S.comment);
+    it->second = {static_cast<uint32_t>(child_store_.size()), static_cast<uint32_t>(out.size())};
+    child_store_.insert(child_store_.end(), out.begin(), out.end());
+  } else {
+    auto first = child_store_.begin() + it->second.begin;
+    out.vec().assign(first, first + it->second.count);
+  }
   return out;
 }
 
