@@ -15,6 +15,7 @@
 #include "driver/notebook.h"
 #include "driver/suppress.h"
 #include "kernels/catalog.h"
+#include "python/context_usage.h"
 #include "python/frontend.h"
 
 namespace mlsem {
@@ -59,6 +60,8 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
   if (e.torch_version.empty()) e.torch_version = versions.for_file(path), e.key += ";pin=" + e.torch_version;
   e.key += options.show_demoted ? ";demoted" : "";
   for (const std::string& kind : options.keep_contexts) e.key += ";keep=" + kind;
+  // A modular source's findings depend on the file generated from it (context_usage.h).
+  if (auto generated = python::generated_sibling(path)) e.key += ";generated=" + *generated;
   return e;
 }
 

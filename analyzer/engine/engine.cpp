@@ -391,8 +391,10 @@ std::optional<ContextHit> context_of(const ir::Module& module, const FunctionVie
                                                               const AnalyzeOptions& options) {
   if (options.keep_contexts.count("all")) return std::nullopt;
   auto applies = [&](const std::string& kind) {
-    return std::find(rule.demote_in.begin(), rule.demote_in.end(), kind) != rule.demote_in.end() &&
-           !options.keep_contexts.count(kind);
+    bool listed = std::find(rule.demote_in.begin(), rule.demote_in.end(), kind) != rule.demote_in.end() ||
+                  std::any_of(std::begin(kUniversalContextKinds), std::end(kUniversalContextKinds),
+                              [&](const char* k) { return kind == k; });
+    return listed && !options.keep_contexts.count(kind);
   };
   if (const std::string* kind = string_attr(module.attrs, "file_kind"); kind && applies(*kind)) {
     const std::string* why = string_attr(module.attrs, "file_kind_reason");

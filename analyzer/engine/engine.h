@@ -56,7 +56,8 @@ struct Rule {
   std::vector<std::string> supersedes;  // rule ids whose overlapping findings this one replaces
   bool per_function = false;  // one finding per function: RoPE on q and on k is one problem
   // Context kinds in which a finding of this rule is demoted (docs/PATTERNS.md, "Context").
-  std::vector<std::string> demote_in = {"test", "reference", "parity"};
+  // `modular` and `unused` (kUniversalContextKinds) demote every rule's findings.
+  std::vector<std::string> demote_in = {"test", "reference", "parity", "fallback", "cold"};
   // The oldest torch whose API the fix uses ("2.4"); empty: any.
   std::string requires_torch;
   std::string level;      // optimization level of the fix: "library" | "torch-compile" | "triton" | "cuda" | ""
@@ -71,8 +72,11 @@ class CompiledPatterns;  // engine/pattern.h
 // `info` with their confidence capped here, below the default display threshold.
 inline constexpr double kDemotedConfidence = 0.3;
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
-inline constexpr const char* kContextKinds[] = {"test", "reference", "parity", "fallback", "returns-weights",
-                                                "variant"};
+inline constexpr const char* kContextKinds[] = {"test",   "reference", "parity",  "fallback", "returns-weights",
+                                                "cold",   "unused",    "modular", "variant"};
+// Kinds that demote a finding of any rule, whatever its `demote_in`: a modular source's
+// code is reported in the file generated from it, and dead code runs for no one.
+inline constexpr const char* kUniversalContextKinds[] = {"modular", "unused"};
 
 struct AnalyzeOptions {
   // Rule ids to run; null = every rule. Patterns of other rules are not even tried, and

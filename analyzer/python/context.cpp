@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "python/context_usage.h"
 #include "python/syntax.h"
 
 namespace mlsem::python {
@@ -493,6 +494,7 @@ void add_context_facts(const SourceFile& file, TSNode root, ir::Module& out) {
     out.attrs["file_kind_reason"] = kind->second;
   }
   ContextStage(file, root, out).run();
+  add_usage_facts(file, root, out);
 }
 
 }  // namespace mlsem::python

@@ -116,11 +116,36 @@ TEST(EngineContext, OnlyTheKindsTheRuleListsDemote) {
   EXPECT_EQ(f[0].severity, "info");
   EXPECT_EQ(f[0].context, "eager fallback: registered as the eager default");
 
-  // Without demote_in a rule is demoted in tests, references and parity variants only.
+  // Without demote_in a rule is demoted in tests, references, parity variants,
+  // fallbacks and cold code, not where it returns its weights.
   Data defaults("");
   EXPECT_EQ(defaults.engine->analyze(m)[0].context_kind, "test");
   m.attrs.clear();
+  EXPECT_EQ(defaults.engine->analyze(m)[0].context_kind, "fallback");
+  m.functions[0].attrs.erase("fallback");
+  m.functions[0].attrs["cold"] = std::string("cold: every call passes a pooled vector");
+  EXPECT_EQ(defaults.engine->analyze(m)[0].context_kind, "cold");
+  m.functions[0].attrs.erase("cold");
+  m.functions[0].attrs["returns-weights"] = std::string("returns its attention probabilities");
   EXPECT_EQ(defaults.engine->analyze(m)[0].severity, "warning");
+}
+
+// A modular source's copy and dead code demote every rule, whatever it lists; the
+// command line can still keep them.
+TEST(EngineContext, ModularAndUnusedDemoteEveryRule) {
+  Data d("demote_in = [\"returns-weights\"]\n");
+  ir::Module m = module_of({attention("f")});
+  m.attrs["file_kind"] = std::string("modular");
+  m.attrs["file_kind_reason"] = std::string("modular source: modeling_x.py is generated from it");
+  auto f = d.engine->analyze(m);
+  EXPECT_EQ(f[0].context_kind, "modular");
+  EXPECT_EQ(f[0].severity, "info");
+  m.attrs.clear();
+  m.functions[0].attrs["unused"] = std::string("unused: never called");
+  EXPECT_EQ(d.engine->analyze(m)[0].context_kind, "unused");
+  AnalyzeOptions keep;
+  keep.keep_contexts = {"unused"};
+  EXPECT_EQ(d.engine->analyze(m, keep)[0].severity, "warning");
 }
 
 TEST(EngineContext, RegionFactsApplyToMatchesRootedInside) {
