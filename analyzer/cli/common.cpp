@@ -61,9 +61,10 @@ rules:
                           newer one are off (default: the configuration, else the pin in the
                           nearest pyproject.toml, setup.cfg, setup.py or requirements*.txt)
   --show-demoted          also report findings demoted by their context (info: eager
-                          fallbacks, tests, op references, parity variants)
+                          fallbacks, tests, op references, parity variants, CUDA kernel
+                          variants kept for comparison)
   --keep-context KINDS    treat these contexts as user code, not demoted (comma-separated:
-                          test, reference, parity, fallback, returns-weights, or all)
+                          test, reference, parity, fallback, returns-weights, variant, or all)
 configuration:
   --config FILE           use this mlsem.toml / pyproject.toml for every file
   --isolated              ignore every configuration file

@@ -55,8 +55,12 @@ struct Rule {
   std::optional<std::string> kernel;  // "kernels/attention_fwd"
   std::vector<std::string> supersedes;  // rule ids whose overlapping findings this one replaces
   bool per_function = false;  // one finding per function: RoPE on q and on k is one problem
+  // One finding per function and pattern, at its first place; every further place of the
+  // same problem (five strided accesses of one kernel) becomes a related location whose
+  // evidence text is this ("another strided access"). Empty: each place is a finding.
+  std::string related;
   // Context kinds in which a finding of this rule is demoted (docs/PATTERNS.md, "Context").
-  std::vector<std::string> demote_in = {"test", "reference", "parity"};
+  std::vector<std::string> demote_in = {"test", "reference", "parity", "variant"};
   // The oldest torch whose API the fix uses ("2.4"); empty: any.
   std::string requires_torch;
   std::string level;      // optimization level of the fix: "library" | "torch-compile" | "triton" | "cuda" | ""
@@ -71,7 +75,7 @@ class CompiledPatterns;  // engine/pattern.h
 // `info` with their confidence capped here, below the default display threshold.
 inline constexpr double kDemotedConfidence = 0.3;
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
-inline constexpr const char* kContextKinds[] = {"test", "reference", "parity", "fallback", "returns-weights"};
+inline constexpr const char* kContextKinds[] = {"test", "reference", "parity", "fallback", "returns-weights", "variant"};
 
 struct AnalyzeOptions {
   // Rule ids to run; null = every rule. Patterns of other rules are not even tried, and
