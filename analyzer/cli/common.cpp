@@ -62,10 +62,12 @@ rules:
                           nearest pyproject.toml, setup.cfg, setup.py or requirements*.txt)
   --show-demoted          also report findings demoted by their context (info: eager
                           fallbacks, tests, op references, parity variants, cold or
-                          unused code, modular sources)
+                          unused code, modular sources, CUDA
+                          kernel versions kept for comparison)
   --keep-context KINDS    treat these contexts as user code, not demoted (comma-separated:
                           test, reference, parity, fallback, returns-weights, cold,
-                          unused, modular, variant, or all)
+                          unused, modular, variant, comparison,
+                          or all)
 configuration:
   --config FILE           use this mlsem.toml / pyproject.toml for every file
   --isolated              ignore every configuration file

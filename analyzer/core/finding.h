@@ -16,6 +16,10 @@ struct Evidence {
   bool present = true;  // false: an optional element the pattern looked for and did not find
   double weight = 0.0;  // contribution to confidence when present (may be negative: counter-evidence)
   Range range;          // where it was seen (invalid when absent)
+  // Another place of the same problem (a rule reported once per function with its other
+  // places as related locations, engine.h `Rule::related`): it keeps its range wherever
+  // it is, and SARIF, JSON and text list it as a location.
+  bool related = false;
 };
 
 struct Finding {
@@ -44,7 +48,7 @@ struct Finding {
   // test, an op reference, ... ("eager fallback: runs only when ..."). Demoted findings
   // are `info` with a confidence below the default threshold (engine.h).
   std::string context;
-  std::string context_kind;  // "fallback", "returns-weights", "test", "reference", "parity"
+  std::string context_kind;  // "fallback", "returns-weights", "test", "reference", "parity", "variant"
   // Stable identity for baselines and SARIF partialFingerprints: a hash of the rule, the
   // function and the matched source text without whitespace and comments (not its
   // line), with ":N" for the Nth identical match in the file. Set by the driver.

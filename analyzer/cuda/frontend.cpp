@@ -4,6 +4,7 @@
 //   invocation.cpp    toolkit detection, driver arguments, shared toolkit preamble
 //   lower*.cpp        AST to kernel IR (lowering.h), with the index analysis in lower_expr.cpp
 //   kernel_facts.cpp  whole-kernel facts
+//   context.cpp       context facts: variants kept for comparison
 // This file drives them: one Clang parse per file, then the AST consumer below.
 #include "cuda/frontend.h"
 
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "cuda/context.h"
 #include "cuda/invocation.h"
 #include "cuda/lowering.h"
 #include "cuda/prelude.h"
@@ -74,6 +76,8 @@ class Lowering : public clang::ASTConsumer {
       });
       if (relevant) module_.functions.push_back(std::move(f));
     }
+    mark_variants(module_, callees);
+    apply_launch_shapes(module_);
   }
 
  private:

@@ -18,8 +18,11 @@ void FunctionLowering::finish_device() {
       any_global_store = true;
       auto ls = n.attr("lane_stride");
       if (!ls || std::get<int64_t>(*ls) != 1) pointwise = false;
-    } else if (std::get<int64_t>(n.attrs.at("vector_width")) == 1) {
-      ++scalar_loads;
+    } else {
+      if (std::get<int64_t>(n.attrs.at("vector_width")) == 1) ++scalar_loads;
+      // A strided gather (the top element of every block of a scan) is not an
+      // element-wise map.
+      if (const auto* u = n.attr("uncoalesced"); u && std::get<bool>(*u)) pointwise = false;
     }
   }
   // Pointwise: each thread maps its elements independently; any reduction (an
@@ -54,12 +57,104 @@ void FunctionLowering::finish_device() {
     }
   }
   // Parameters: read, written, and what they promise.
+  std::map<const clang::ValueDecl*, std::string> reuse = find_reuse();
   for (auto& [decl, idx] : param_index_) {
     auto& n = fn_.nodes[decl_nodes_[decl]];
     n.attrs["read"] = static_cast<bool>(summary_.param_read[idx]);
     n.attrs["written"] = static_cast<bool>(summary_.param_written[idx]);
+    auto it = reuse.find(decl);
+    n.attrs["reused"] = it != reuse.end();
+    if (it != reuse.end()) n.attrs["reuse"] = it->second;
   }
   find_passes();
+}
+
+// Global buffers whose elements the kernel reads more than once, where a promise of
+// `const __restrict__` pays: "shared" when threads or blocks read the same elements (the
+// load's index leaves out a thread or block index the kernel uses elsewhere, w[i] read by
+// every row's block), "reread" when one thread reads an element again (two loads at one
+// index, or a load in a serial loop that does not move with it). A buffer read once per
+// element (out[i] = f(x[i])) gets neither: nothing is left to cache or to keep.
+std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() const {
+  static const char* kIndices[] = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  auto names = [](const std::string& sym, const char* index) { return sym.find(index) != std::string::npos; };
+  std::set<std::string> used;  // the thread and block indices some global access depends on
+  for (const auto& acc : accesses_) {
+    if (acc.ptr.space != "global") continue;
+    for (const auto& sym : acc.ptr.byte_offset.symbols())
+      for (const char* index : kIndices)
+        if (names(sym, index)) used.insert(index);
+  }
+  std::set<std::string> known;  // symbols that are not thread- or block-dependent in disguise
+  for (const auto& [decl, _] : param_index_) known.insert(decl->getNameAsString());
+  for (const auto& l : loops_)
+    if (!l.iter.empty()) known.insert(l.iter);
+  for (const auto& sym : {"blockDim.x", "blockDim.y", "blockDim.z", "gridDim.x", "gridDim.y", "gridDim.z"}) known.insert(sym);
+  std::map<const clang::ValueDecl*, std::string> out;
+  std::map<const clang::ValueDecl*, std::vector<const Access*>> loads;
+  for (const auto& acc : accesses_)
+    if (!acc.store && acc.ptr.space == "global" && acc.ptr.decl_ptr) loads[acc.ptr.decl_ptr].push_back(&acc);
+  // Region `inner` is `outer` or inside it (two loads in the two arms of an if are not
+  // both executed).
+  auto within = [&](uint32_t inner, uint32_t outer) {
+    for (uint32_t r = inner;; r = fn_.regions[r].parent) {
+      if (r == outer) return true;
+      if (r == 0) return false;
+    }
+  };
+  auto single_thread = [&](uint32_t r) {
+    for (;; r = fn_.regions[r].parent) {
+      auto it = fn_.regions[r].attrs.find("single_thread");
+      if (it != fn_.regions[r].attrs.end() && std::get<bool>(it->second)) return true;
+      if (r == 0) return false;
+    }
+  };
+  for (const auto& [decl, list] : loads) {
+    for (size_t i = 0; i < list.size() && !out.count(decl); ++i) {
+      const Access& a = *list[i];
+      const Poly& off = a.ptr.byte_offset;
+      uint32_t ra = fn_.nodes[a.node].region;
+      for (size_t j = i + 1; j < list.size(); ++j) {
+        uint32_t rb = fn_.nodes[list[j]->node].region;
+        if (list[j]->ptr.byte_offset == off && list[j]->node != a.node && (within(ra, rb) || within(rb, ra)))
+          out[decl] = "reread";
+      }
+      if (out.count(decl)) break;
+      if (a.loop >= 0 && loops_[a.loop].stride_kind == "serial" && !loops_[a.loop].iter.empty() &&
+          !off.mentions(loops_[a.loop].iter)) {
+        out[decl] = "reread";
+        break;
+      }
+      if (off.as_constant()) continue;  // one scalar every thread reads once: the cache has it anyway
+      if (single_thread(ra)) continue;  // under threadIdx.x == 0: one reader
+      // Staged in shared memory (tile[ty][tx] = A[...]): each block reads it once.
+      if (const auto* st = fn_.nodes[a.node].attr("staged"); st && std::get<bool>(*st)) continue;
+      // An index hidden in an opaque thread-dependent value says nothing either way.
+      bool opaque = false;
+      std::set<std::string> depends;
+      for (const auto& sym : off.symbols()) {
+        bool builtin = false;
+        for (const char* index : kIndices)
+          if (names(sym, index)) depends.insert(index), builtin = true;
+        // Only builtins, parameters and loop counts are known not to hide a block or
+        // thread index: an opaque term ({...}), a variable set under control flow (v~)
+        // or a thread-dependent atom may.
+        if (!builtin && !known.count(sym)) opaque = true;
+      }
+      if (opaque) continue;
+      // Elements that vary within the block (with a thread index or a loop), re-read by
+      // other threads or blocks; partial[blockIdx.x] is one value per block, a broadcast.
+      bool varies = std::any_of(depends.begin(), depends.end(), [](const std::string& d) { return d.starts_with("threadIdx"); });
+      for (int l : a.loops) varies |= !loops_[l].iter.empty() && off.mentions(loops_[l].iter);
+      if (!varies) continue;
+      for (const auto& index : used)
+        if (!depends.count(index)) {
+          out[decl] = "shared";
+          break;
+        }
+    }
+  }
+  return out;
 }
 
 // Loads of the same row in sibling loops: the kernel makes several passes over
@@ -70,6 +165,7 @@ void FunctionLowering::find_passes() {
   std::map<std::string, std::vector<PassLoad>> by_row;
   for (const auto& acc : accesses_) {
     if (acc.store || acc.ptr.space != "global" || acc.loops.empty()) continue;
+    if (const auto* alt = fn_.nodes[acc.node].attr("shared_alternative"); alt && std::get<bool>(*alt)) continue;
     Poly key = acc.ptr.byte_offset;
     int pass = -1;
     // The pass is the innermost loop the index walks; loops around it (rows) stay symbolic.
@@ -137,13 +233,18 @@ void FunctionLowering::find_passes() {
 void FunctionLowering::finish_host() {
   for (NodeId id : host_syncs_) {
     auto& n = fn_.nodes[id];
-    bool launches = false;
+    bool launches = false, timing = false;
     for (uint32_t r = n.region; r != 0; r = fn_.regions[r].parent) {
-      auto it = fn_.regions[r].attrs.find("launches");
-      if (fn_.regions[r].kind == "loop" && it != fn_.regions[r].attrs.end() && std::get<bool>(it->second))
-        launches = true;
+      if (fn_.regions[r].kind != "loop") continue;
+      auto flag = [&](const char* key) {
+        auto it = fn_.regions[r].attrs.find(key);
+        return it != fn_.regions[r].attrs.end() && std::get<bool>(it->second);
+      };
+      launches |= flag("launches");
+      timing |= flag("timing");
     }
     n.attrs["loop_launches"] = launches;
+    n.attrs["timing_loop"] = timing;
   }
 }
 

@@ -347,16 +347,25 @@ void FunctionLowering::for_loop(const clang::ForStmt* f) {
   }
   forget_assigned(f->getBody(), var);
   Poly bound;
+  bool uniform_trips = false;
   if (f->getCond()) {
     saw_thread_modulo_ = false;
     // The bound: the side of the comparison that is not the induction variable.
     if (auto* cmp = llvm::dyn_cast<clang::BinaryOperator>(f->getCond()->IgnoreParenImpCasts());
         cmp && cmp->isComparisonOp()) {
-      value(cmp->getLHS());
+      Poly lhs = value(cmp->getLHS());
       bound = value(cmp->getRHS());
+      // t = base + tid; t < end + tid; t += C: every thread runs the same number of
+      // iterations although its indices differ (the bound moves with the start).
+      if (var && step.kind == "add" && !thread_dependent(step.amount) && thread_dependent(init) &&
+          lhs == values_[var] && !thread_dependent(bound - init))
+        uniform_trips = true;
       attrs["bound"] = text(cmp->getRHS());
       if (auto c = bound.as_constant()) info.bound_const = *c;
       else info.bound_symbolic = true;
+      if (step.kind == "add" && init.is_zero() && step.amount.as_constant() == std::optional<int64_t>(1) &&
+          (cmp->getOpcode() == clang::BO_LT || cmp->getOpcode() == clang::BO_NE))
+        info.bound = bound;
       // Halving loops that run to s > 0 (or s >= 1) reach strides below a warp.
       if (step.kind == "div") info.reaches_one = info.bound_const && *info.bound_const < 32;
       if (step.kind == "mul") info.reaches_one = true;
@@ -365,6 +374,7 @@ void FunctionLowering::for_loop(const clang::ForStmt* f) {
     }
     thread_dep |= thread_dependent(bound);
   }
+  if (uniform_trips) thread_dep = false;
   attrs["thread_dependent_bounds"] = thread_dep;
   attrs["stride_kind"] = info.stride_kind.empty() ? std::string("other") : info.stride_kind;
   uint32_t saved_region = push_region("loop", f, std::move(attrs));
@@ -407,6 +417,7 @@ void FunctionLowering::finish_loop(const clang::Stmt* s) {
   auto& attrs = fn_.regions[l.region].attrs;
   if (!device_) {
     attrs["launches"] = l.has_launch;
+    attrs["timing"] = l.has_timing;
     return;
   }
   // A shared-memory tree reduction: a halving (or doubling) stride, a barrier per step.

@@ -137,6 +137,20 @@ NodeId FunctionLowering::emit_access(const clang::Expr* e, const Pointer& p, boo
     if (unit_x) a["contiguous_dim_from"] = std::string("x");
     else if (ly.constant && *ly.constant == 1) a["contiguous_dim_from"] = std::string("y");
     if (p.space == "global") a["uncoalesced"] = !unit_x && !zero_x;
+    // x[L*lane + k] for k < L in a loop (or L*lane + k for a vector's k components):
+    // each thread walks its own L consecutive elements, and over the loop the warp reads
+    // one contiguous span, so L1 merges the sectors. Wider loads are the advice, not
+    // re-indexing (CU002's concern), so the access is not reported as uncoalesced.
+    if (p.space == "global" && !unit_x && !zero_x && lx.elements)
+      for (int l = loop_; l >= 0; l = loops_[l].parent) {
+        const LoopInfo& li = loops_[l];
+        auto unit = elems ? elems->coefficient(li.iter) : std::nullopt;
+        if (li.iter.empty() || li.step_kind != "add" || !unit || !unit->as_constant() || *unit->as_constant() != 1) continue;
+        // Short chunks only (a 16-byte vector or so): a long row per thread (x[row*C + i]
+        // over i < C) spreads the warp over 32 rows and is the uncoalesced case itself.
+        auto len = li.bound.as_constant();
+        if (li.bound == *lx.elements && len && *len * elem_bytes <= 64) a["chunk_per_thread"] = true;
+      }
     if (p.space == "shared" && elem_bytes >= 4) {
       auto lane_bytes = p.byte_offset.coefficient(kThreadX);
       auto words = lane_bytes ? lane_bytes->divide(4) : std::nullopt;
@@ -214,7 +228,9 @@ Poly FunctionLowering::divide(const clang::Expr* e, const Poly& p, int64_t d, bo
     if (!remainder) {
       if (auto q = p.divide(d)) return *q;  // (4*C*i)/4
     }
-    if (remainder && thread_dependent(p)) saw_thread_modulo_ = true;
+    // tid % (2*s) with s a power of two: the interleaved-pairs test; sector % 3 picks
+    // one of three sections (RoPE), not pairs.
+    if (remainder && thread_dependent(p) && d > 1 && (d & (d - 1)) == 0) saw_thread_modulo_ = true;
     return opaque_of(e, {p});
   }
   std::string name = "(" + p.text() + ")/" + std::to_string(d);
@@ -260,8 +276,22 @@ Poly FunctionLowering::value(const clang::Expr* e) {
   if (auto* call = llvm::dyn_cast<clang::CallExpr>(e)) return call_value(call);
   if (auto* co = llvm::dyn_cast<clang::ConditionalOperator>(e)) {
     Poly c = value(co->getCond());
+    size_t n0 = fn_.nodes.size();
     Poly t = value(co->getTrueExpr());
+    size_t n1 = fn_.nodes.size();
     Poly f = value(co->getFalseExpr());
+    size_t n2 = fn_.nodes.size();
+    // use_shared ? tmp[i] : x[i]: the row is read from shared memory when it was cached
+    // there; the global read is the fallback, not a second pass over global memory.
+    auto reads = [&](size_t from, size_t to, const char* space) {
+      for (size_t k = from; k < to; ++k)
+        if (fn_.nodes[k].op == "load" && std::get<std::string>(fn_.nodes[k].attrs["space"]) == space) return true;
+      return false;
+    };
+    if (reads(n0, n1, "shared") != reads(n1, n2, "shared") && (reads(n0, n1, "global") || reads(n1, n2, "global")))
+      for (size_t k = n0; k < n2; ++k)
+        if (fn_.nodes[k].op == "load" && std::get<std::string>(fn_.nodes[k].attrs["space"]) == "global")
+          fn_.nodes[k].attrs["shared_alternative"] = true;
     // m = v > m ? v : m — a running maximum written by hand.
     if (auto* cmp = llvm::dyn_cast<clang::BinaryOperator>(co->getCond()->IgnoreParenImpCasts());
         cmp && cmp->isRelationalOp())
@@ -406,6 +436,10 @@ Poly FunctionLowering::assign(const clang::BinaryOperator* bo) {
   bool accumulate = !lhs->getType()->isIntegerType() &&
                     ((compound && (op == clang::BO_AddAssign || op == clang::BO_SubAssign)) ||
                      (!compound && dre && refers_to(rhs, dre->getDecl())));
+  // y[i] += a * x[i] over i: an element-wise update (an axpy), each element its own sum,
+  // not a reduction: the target moves with the innermost loop.
+  if (accumulate && loc && loop_ >= 0 && !loops_[loop_].iter.empty() && loc->byte_offset.mentions(loops_[loop_].iter))
+    accumulate = false;
   Poly r;
   if (accumulate) {
     note_accumulate(lhs);
@@ -413,6 +447,13 @@ Poly FunctionLowering::assign(const clang::BinaryOperator* bo) {
     r = accumulation(bo, rhs, before, is_max ? "max" : "sum");
   } else {
     r = value(rhs);
+    // tile[ty][tx] = A[...]: a global element staged in shared memory, read from there.
+    const clang::Expr* src = strip(rhs);
+    if (!compound && loc && loc->space == "shared" &&
+        (llvm::isa<clang::ArraySubscriptExpr>(src) || llvm::isa<clang::UnaryOperator>(src)))
+      for (size_t k = before; k < fn_.nodes.size(); ++k)
+        if (fn_.nodes[k].op == "load" && std::get<std::string>(fn_.nodes[k].attrs["space"]) == "global")
+          fn_.nodes[k].attrs["staged"] = true;
   }
   if (!compound && dre && is_max_of_self(rhs, dre->getDecl())) mark_loops(&LoopInfo::has_max);
   Poly result = r;
@@ -571,6 +612,17 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
     for (const clang::Expr* a : call->arguments()) parts.push_back(value(a));
     return parts;
   };
+  // `*result /= x` on a template type where operator overloads are visible (cuda_fp16's
+  // __half operators): a call of an unresolved operator, still a write of its left side.
+  if (auto* oc = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call); oc && oc->isAssignmentOp() && oc->getNumArgs() == 2) {
+    std::optional<Pointer> loc = location_of(oc->getArg(0));
+    Poly r = value(oc->getArg(1));
+    if (loc) {
+      if (oc->getOperator() != clang::OO_Equal) emit_access(oc->getArg(0), *loc, false);
+      emit_access(oc->getArg(0), *loc, true);
+    }
+    return opaque_of(call, {r});
+  }
   if (is_one_of(name, {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or",
                        "__syncwarp"})) {
     auto parts = args();

@@ -43,6 +43,33 @@ NodeId FunctionLowering::device_op(const char* op, const clang::Stmt* at, std::m
   return id;
 }
 
+// blockDim.x of a launch when the source states it: <<<g, 256>>>, <<<g, dim3(1, 256)>>>,
+// or a dim3 variable initialized so (`const dim3 block_dims(1, N, 1);`).
+std::optional<int64_t> FunctionLowering::block_x(const clang::Expr* e) const {
+  e = strip(e);
+  if (!e) return std::nullopt;
+  if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e)) {
+    auto* v = llvm::dyn_cast<clang::VarDecl>(dre->getDecl());
+    // A dim3 variable: its initializer (an int constant is handled below).
+    if (!v || !v->getInit() || !v->getType()->isRecordType()) return std::nullopt;
+    const clang::Expr* init = strip(v->getInit());
+    if (init == e) return std::nullopt;
+    return block_x(init);
+  }
+  if (auto* ce = llvm::dyn_cast<clang::CXXConstructExpr>(e)) {
+    if (ce->getNumArgs() == 0) return std::nullopt;
+    if (ce->getNumArgs() == 1 && strip(ce->getArg(0))->getType()->isRecordType())
+      return block_x(ce->getArg(0));  // a copy of a dim3 (a variable or a temporary)
+    if (auto v = strip(ce->getArg(0))->getIntegerConstantExpr(ctx_)) return v->getExtValue();
+    return std::nullopt;
+  }
+  if (auto* il = llvm::dyn_cast<clang::InitListExpr>(e); il && il->getNumInits() > 0)
+    if (auto v = strip(il->getInit(0))->getIntegerConstantExpr(ctx_)) return v->getExtValue();
+  if (e->getType()->isIntegerType())
+    if (auto v = e->getIntegerConstantExpr(ctx_)) return v->getExtValue();
+  return std::nullopt;
+}
+
 Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   for (const clang::Expr* a : kc->arguments()) value(a);
   if (device_) return opaque(kc, false, false);  // dynamic parallelism: not modelled
@@ -56,6 +83,7 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   if (config && config->getNumArgs() >= 2) {
     attrs["grid"] = text(config->getArg(0));
     attrs["block"] = text(config->getArg(1));
+    if (auto x = block_x(config->getArg(1))) attrs["block_x"] = *x;
   }
   auto it = kernels_.find(kernel ? kernel->getQualifiedNameAsString() : name);
   const KernelSummary* summary = it == kernels_.end() ? nullptr : &it->second;
@@ -114,6 +142,19 @@ Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string&
     device_op("gemm_call", call, {{"callee", name}}, reads, writes);
     return Poly();
   }
+  // Timing: a loop that records events or reads a timer is a benchmark, and waits on
+  // purpose (cudaEventSynchronize to read the time, a copy back to check the result).
+  static const std::set<std::string> kTimers = {"cudaEventRecord", "cudaEventElapsedTime", "sdkStartTimer",
+                                                "sdkStopTimer", "sdkResetTimer", "gettimeofday", "clock_gettime",
+                                                "clock", "now"};
+  if (kTimers.count(name)) {
+    mark_loops(&LoopInfo::has_timing);
+    return Poly();
+  }
+  // A device-to-device copy is queued like a kernel: the host does not wait for it.
+  if ((name == "cudaMemcpy" || name == "cudaMemcpy2D") && call->getNumArgs() >= 4 &&
+      text(call->getArg(call->getNumArgs() - 1)).find("DeviceToDevice") != std::string::npos)
+    return Poly();
   static const std::map<std::string, std::string> kSyncs = {
       {"cudaDeviceSynchronize", "device"}, {"cudaStreamSynchronize", "stream"},
       {"cudaEventSynchronize", "event"},   {"cudaMemcpy", "memcpy"},

@@ -112,10 +112,12 @@ struct LoopInfo {
   std::string step_kind;   // "add" | "mul" | "div" | "none"
   std::string stride_kind; // "grid" | "block" | "serial" | "other"
   std::optional<int64_t> bound_const;
+  Poly bound;                // the bound of `i < bound` when the loop counts from 0 by 1, else zero
   bool bound_symbolic = false;
   bool reaches_one = false;  // halving loops: runs down to a stride below a warp
   bool has_max = false, has_exp = false, has_accumulate = false, has_square_diff = false;
   bool has_barrier = false, has_shared_access = false, has_launch = false;
+  bool has_timing = false;  // host loops: records events or reads a timer (a benchmark loop)
   bool shared_stride_uses_iter = false;
   bool shared_read_ahead = false;  // reads s[i + stride]: a reduction step (a scan reads s[i - stride])
   bool gemm_done = false;
@@ -276,6 +278,8 @@ class FunctionLowering {
 
   Poly launch(const clang::CUDAKernelCallExpr* kc);
 
+  std::optional<int64_t> block_x(const clang::Expr* e) const;
+
   Poly host_call(const clang::CallExpr* call, const std::string& name);
 
   // --- statements ----------------------------------------------------------
@@ -318,6 +322,9 @@ class FunctionLowering {
   // --- whole-function facts ------------------------------------------------
 
   void finish_device();
+
+  // Read-only buffers read more than once ("shared" by threads or blocks, or "reread").
+  std::map<const clang::ValueDecl*, std::string> find_reuse() const;
 
   // Loads of the same row in sibling loops: the kernel makes several passes over
   // global memory. Classified as softmax (a max pass, then an exp pass), statistics

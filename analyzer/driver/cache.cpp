@@ -33,7 +33,7 @@ Range range_of(const json& j) {
 
 json finding_json(const Finding& f) {
   json evidence = json::array();
-  for (const Evidence& e : f.evidence) evidence.push_back({e.text, e.present, e.weight, range_json(e.range)});
+  for (const Evidence& e : f.evidence) evidence.push_back({e.text, e.present, e.weight, range_json(e.range), e.related});
   return {{"rule", f.rule},         {"name", f.rule_name},   {"concept", f.concept_id},
           {"severity", f.severity}, {"message", f.message},  {"path", f.path},
           {"range", range_json(f.range)}, {"function", f.function}, {"confidence", f.confidence},
@@ -54,7 +54,8 @@ Finding finding_of(const json& j) {
   f.function = j.at("function");
   f.confidence = j.at("confidence");
   for (const json& e : j.at("evidence"))
-    f.evidence.push_back({e.at(0).get<std::string>(), e.at(1).get<bool>(), e.at(2).get<double>(), range_of(e.at(3))});
+    f.evidence.push_back({e.at(0).get<std::string>(), e.at(1).get<bool>(), e.at(2).get<double>(), range_of(e.at(3)),
+                          e.size() > 4 && e.at(4).get<bool>()});
   f.fix = j.at("fix");
   if (!j.at("kernel").is_null()) f.kernel = j.at("kernel").get<std::string>();
   f.context = j.value("context", "");

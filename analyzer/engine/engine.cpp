@@ -27,6 +27,7 @@ using ByteSpan = std::pair<uint32_t, uint32_t>;
 struct Candidate {
   Finding finding;
   size_t rule_index = 0;
+  size_t pattern_index = 0;
   std::vector<ByteSpan> spans;
   bool located_in_own_function = true;  // false: a match inlined from a helper
   bool standalone = true;               // every matched node is in the function's own text
@@ -123,6 +124,16 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
+}
+
+// The first line of a range's text, trimmed and at most 60 characters ("x[row * C + i]").
+std::optional<std::string> excerpt_of(const Range& r, std::string_view source) {
+  if (source.empty() || !r.valid() || r.end_byte > source.size() || r.begin_byte >= r.end_byte) return std::nullopt;
+  std::string_view text = source.substr(r.begin_byte, r.end_byte - r.begin_byte);
+  text = trim(text.substr(0, text.find('\n')));
+  if (text.empty()) return std::nullopt;
+  if (text.size() > 60) return std::string(text.substr(0, 57)) + "...";
+  return std::string(text);
 }
 
 // How the user spelled the value of node `n`: a parameter's or global's name, a
@@ -519,6 +530,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
         std::optional<Match> m = match_at(p.term, view, n, cp.commutative_ops, p.distinct);
         if (!m) return;
         Candidate c;
+        c.pattern_index = pi;
         // The location is what this function's own text shows; a match made entirely
         // of nodes inlined from helpers is located at its root (in a helper).
         Range own;
@@ -651,6 +663,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
       const Candidate& b = candidates[j];
       if (a.rule_index != b.rule_index || a.finding.function != b.finding.function || !overlaps(a.spans, b.spans))
         continue;
+      if (!rules_[a.rule_index].related.empty()) continue;  // merged below, place by place
       a.finding.range = merge(a.finding.range, b.finding.range);
       if (a.finding.rewrite.empty() && !b.finding.rewrite.empty() && within(a.spans, b.finding.rewrite_range)) {
         a.finding.rewrite = b.finding.rewrite;
@@ -666,6 +679,36 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
       std::vector<ByteSpan> spans;
       std::set_union(a.spans.begin(), a.spans.end(), b.spans.begin(), b.spans.end(), std::back_inserter(spans));
       a.spans = std::move(spans);
+      dropped[j] = true;
+    }
+  }
+  // Rules with `related` places: one finding per function and pattern, at its first
+  // place; every further place becomes a related location (it keeps its range).
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (dropped[i] || rules_[candidates[i].rule_index].related.empty()) continue;
+    for (size_t j = 0; j < candidates.size(); ++j) {
+      if (j == i || dropped[j]) continue;
+      const Candidate& a = candidates[i];
+      const Candidate& b = candidates[j];
+      if (a.rule_index != b.rule_index || a.pattern_index != b.pattern_index || a.finding.function != b.finding.function)
+        continue;
+      // The earlier place (the first by position, then by order) is the finding.
+      if (std::make_pair(b.finding.range.begin_byte, j) < std::make_pair(a.finding.range.begin_byte, i)) continue;
+      Candidate& keep = candidates[i];
+      const std::string& what = rules_[keep.rule_index].related;
+      std::string text = what;
+      if (auto snippet = excerpt_of(b.finding.range, options.source)) text += ": " + *snippet;
+      bool seen = std::any_of(keep.finding.evidence.begin(), keep.finding.evidence.end(), [&](const Evidence& e) {
+        return e.related && e.range == b.finding.range;
+      });
+      if (!seen && !(b.finding.range == keep.finding.range)) {
+        Evidence e;
+        e.text = std::move(text);
+        e.range = b.finding.range;
+        e.related = true;
+        keep.finding.evidence.push_back(std::move(e));
+      }
+      keep.finding.confidence = std::max(keep.finding.confidence, b.finding.confidence);
       dropped[j] = true;
     }
   }
@@ -697,7 +740,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
   // function) says where in its text; only evidence next to the range keeps a location.
   for (Finding& f : out) {
     for (Evidence& e : f.evidence) {
-      if (!e.present || !e.range.valid()) continue;
+      if (!e.present || !e.range.valid() || e.related) continue;
       if (e.range.begin.line + 1 >= f.range.begin.line && e.range.begin.line <= f.range.end.line + 1) continue;
       const ir::Function* home = nullptr;
       for (const ir::Function& fn : module.functions)

@@ -55,9 +55,13 @@ struct Rule {
   std::optional<std::string> kernel;  // "kernels/attention_fwd"
   std::vector<std::string> supersedes;  // rule ids whose overlapping findings this one replaces
   bool per_function = false;  // one finding per function: RoPE on q and on k is one problem
+  // One finding per function and pattern, at its first place; every further place of the
+  // same problem (five strided accesses of one kernel) becomes a related location whose
+  // evidence text is this ("another strided access"). Empty: each place is a finding.
+  std::string related;
   // Context kinds in which a finding of this rule is demoted (docs/PATTERNS.md, "Context").
   // `modular` and `unused` (kUniversalContextKinds) demote every rule's findings.
-  std::vector<std::string> demote_in = {"test", "reference", "parity", "fallback", "cold"};
+  std::vector<std::string> demote_in = {"test", "reference", "parity", "fallback", "cold", "comparison"};
   // The oldest torch whose API the fix uses ("2.4"); empty: any.
   std::string requires_torch;
   std::string level;      // optimization level of the fix: "library" | "torch-compile" | "triton" | "cuda" | ""

@@ -450,7 +450,7 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
     if (!doc) continue;
     const toml::table& t = *doc;
     r.only_keys(t, {"id", "name", "status", "language", "concept", "severity", "patterns", "message", "fix", "kernel",
-                    "supersedes", "per_function", "demote_in", "requires_torch", "level", "docs"},
+                    "supersedes", "per_function", "related", "demote_in", "requires_torch", "level", "docs"},
                 "a rule file");
     size_t errors_before = r.error_count();
     Rule rule;
@@ -472,6 +472,9 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
       if (auto b = pf->value<bool>()) rule.per_function = *b;
       else r.error(Reader::line_of(*pf), "'per_function' must be true or false");
     }
+    rule.related = r.str(t, "related", false, 1);
+    if (rule.per_function && !rule.related.empty())
+      r.error(Reader::line_of(*t.get("related")), "'related' and 'per_function' are two ways of merging a function's findings: use one");
     rule.level = r.str(t, "level", false, 1);
     auto at = [&](std::string_view key) { return t.get(key) ? Reader::line_of(*t.get(key)) : 1u; };
     if (t.get("demote_in")) {
@@ -479,7 +482,7 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
       for (const auto& kind : rule.demote_in)
         if (std::none_of(std::begin(kContextKinds), std::end(kContextKinds), [&](const char* k) { return kind == k; }))
           r.error(at("demote_in"), "demote_in: unknown context '" + kind +
-                                       "' (test, reference, parity, fallback, returns-weights)");
+                                       "' (test, reference, parity, fallback, returns-weights, variant)");
     }
     rule.requires_torch = r.str(t, "requires_torch", false, 1);
     if (!rule.requires_torch.empty() && !valid_version(rule.requires_torch))

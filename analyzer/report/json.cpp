@@ -22,7 +22,8 @@ json finding_json(const Finding& f, const Sources* sources) {
                         {"present", e.present},
                         {"weight", e.weight},
                         {"line", position_or_null(at.line, e.range)},
-                        {"column", position_or_null(e.range.begin.column, e.range)}});
+                        {"column", position_or_null(e.range.begin.column, e.range)},
+                        {"related", e.related}});
   }
   return {{"rule", f.rule},
           {"name", f.rule_name},

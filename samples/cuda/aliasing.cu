@@ -1,18 +1,39 @@
 // Pointer parameters and what they promise the compiler.
 //
-// axpy_plain: x is only read but declared `float*` without const or __restrict__:
-// the compiler must assume y may alias x and cannot use the read-only data path or
-// keep x's values in registers across the store.
-// axpy_const_restrict: the same kernel with `const float* __restrict__ x`.
-// accumulate_rows: `out` is read and written (no promise to make), `w` is read through
-// a row pointer and never written.
+// `const T* __restrict__` pays where the kernel reads the same elements more than once:
+// threads or blocks sharing them (served by the read-only cache), or one thread reading
+// an element again (without the promise, reloaded after every store). A buffer read once
+// per element gains nothing measurable.
 //
-// Expected: CU003 on x of axpy_plain and w of accumulate_rows. Not expected: CU003 on
-// y or out (they are written) or in axpy_const_restrict.
+// scale_rows: every row's block reads the same w[i]; x is read once per element.
+// gather_twice: reads x[i] twice around a store to y, which may alias it.
+// axpy_plain: x is only read, without const, but once per element.
+// axpy_const_restrict: the same kernel with `const float* __restrict__ x`.
+// accumulate_rows: `out` is read and written (no promise to make); `w` is read through
+// a row pointer, once per element.
+//
+// Expected: CU003 on w of scale_rows and x of gather_twice. Not expected: CU003 on
+// buffers read once per element, on written ones, or on const __restrict__ ones.
 #include <cuda_runtime.h>
 
+__global__ void scale_rows(float* __restrict__ out,
+                           float* x,  // ok: CU003
+                           float* w,  // expect: CU003
+                           int C) {
+  const int row = blockIdx.x;
+  for (int i = threadIdx.x; i < C; i += blockDim.x) out[row * C + i] = x[row * C + i] * w[i];  // expect: CU002
+}
+
+__global__ void gather_twice(float* x,  // expect: CU003
+                             float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  y[i] = x[i];  // expect: CU002
+  y[i + n] = x[i] * x[i];
+}
+
 __global__ void axpy_plain(int n, float a,
-                           float* x,  // expect: CU003
+                           float* x,  // ok: CU003
                            float* y) {  // ok: CU003
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];  // expect: CU002
@@ -25,7 +46,7 @@ __global__ void axpy_const_restrict(int n, float a, const float* __restrict__ x,
 }
 
 __global__ void accumulate_rows(float* out,  // ok: CU003
-                                float* w,  // expect: CU003
+                                float* w,  // ok: CU003
                                 int rows, int cols) {
   int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= cols) return;

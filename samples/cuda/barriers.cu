@@ -4,9 +4,11 @@
 // block's __syncthreads(): the barrier waits for threads that have left.
 // block_scan_guarded_barrier: the __syncthreads() sits inside `if (tid < n)`.
 // block_scan_uniform: the guard covers the work only; every thread reaches each barrier.
+// token_loop_uniform_trips: each thread starts at its own column and stops at the same
+// distance from it (as RWKV's token loop does): every thread runs the same iterations.
 //
 // Expected: CU010 on the barrier after the early return and on the guarded barrier.
-// Not expected: CU010 in block_scan_uniform.
+// Not expected: CU010 in block_scan_uniform or token_loop_uniform_trips.
 #include <cuda_runtime.h>
 
 __global__ void normalize_rows_early_exit(float* __restrict__ x, const float* __restrict__ scale, int n) {
@@ -44,4 +46,17 @@ __global__ void block_scan_uniform(const int* __restrict__ in, int* __restrict__
     __syncthreads();  // ok: CU010
   }
   if (tid < n) out[tid] = buf[tid];
+}
+
+__global__ void token_loop_uniform_trips(const float* __restrict__ k, float* __restrict__ out, int T, int C) {
+  __shared__ float buf[256];
+  int tid = threadIdx.x;
+  float acc = 0.0f;
+  for (int t = blockIdx.x * C + tid; t < blockIdx.x * C + T * C + tid; t += C) {
+    __syncthreads();  // ok: CU010
+    buf[tid] = k[t];
+    __syncthreads();  // ok: CU010
+    acc += buf[255 - tid];
+  }
+  out[blockIdx.x * C + tid] = acc;
 }

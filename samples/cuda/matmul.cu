@@ -1,15 +1,15 @@
 // C = A·B for row-major float matrices (M×K times K×N).
 //
-// matmul_naive: one thread per output element, the dot product read straight from
+// matmul_untiled: one thread per output element, the dot product read straight from
 // global memory: every element of A is loaded N times and every element of B M times.
 // matmul_tiled: 32×32 tiles staged in shared memory (each global element loaded once
 // per tile), the inner product read from shared memory.
 //
-// Expected: CU008 on the naive kernel's accumulation. Not expected: CU008 or CU009 in
+// Expected: CU008 on the untiled kernel's accumulation. Not expected: CU008 or CU009 in
 // the tiled kernel (tile rows are read along threadIdx.x, columns broadcast).
 #include <cuda_runtime.h>
 
-__global__ void matmul_naive(const float* A, const float* B, float* C, int M, int N, int K) {
+__global__ void matmul_untiled(const float* A, const float* B, float* C, int M, int N, int K) {
   int row = blockIdx.y * blockDim.y + threadIdx.y;
   int col = blockIdx.x * blockDim.x + threadIdx.x;
   if (row < M && col < N) {

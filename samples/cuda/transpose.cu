@@ -1,6 +1,6 @@
 // Matrix transpose (rows×cols floats), three versions.
 //
-// transpose_naive: reads rows, writes columns: the store is strided by `rows` across
+// transpose_direct: reads rows, writes columns: the store is strided by `rows` across
 // a warp (uncoalesced).
 // transpose_smem: stages a 32×32 tile in shared memory so both global accesses are
 // coalesced, but reads the tile by column: the row pitch is 32 words, so all 32
@@ -14,7 +14,7 @@
 #define TILE_DIM 32
 #define BLOCK_ROWS 8
 
-__global__ void transpose_naive(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+__global__ void transpose_direct(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
   int x = blockIdx.x * blockDim.x + threadIdx.x;
   int y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x < cols && y < rows) out[x * rows + y] = in[y * cols + x];  // expect: CU001

@@ -69,8 +69,14 @@ void parse_line(std::string_view line, uint32_t line_no, std::string_view prefix
   }
 }
 
+// The finding's range, or one of its related locations (the other places of a problem
+// reported once per function), is on the marked line.
 bool covers(const Finding& f, const Mark& m) {
-  return f.rule == m.rule && f.range.begin.line <= m.line && m.line <= f.range.end.line;
+  if (f.rule != m.rule) return false;
+  if (f.range.begin.line <= m.line && m.line <= f.range.end.line) return true;
+  for (const Evidence& e : f.evidence)
+    if (e.related && e.range.valid() && e.range.begin.line <= m.line && m.line <= e.range.end.line) return true;
+  return false;
 }
 
 std::string describe(const Finding& f) {

@@ -108,6 +108,32 @@ TEST(GoldenCompare, FindingCoveringAnExpectLineIsRight) {
   EXPECT_EQ(c.expect_found, 1u);
 }
 
+TEST(GoldenCompare, RelatedLocationsCoverTheirLines) {
+  // One finding per kernel: its other places are related locations, and a mark on one of
+  // them is covered; an evidence item that is not a related location covers nothing.
+  Finding f = finding("CU001", 10, 10);
+  Evidence other;
+  other.text = "another uncoalesced access: x[i * C]";
+  other.range.begin = {14, 5};
+  other.range.end = {14, 13};
+  other.range.begin_byte = 200;
+  other.range.end_byte = 208;
+  other.related = true;
+  f.evidence.push_back(other);
+  Evidence plain = other;
+  plain.related = false;
+  plain.range.begin.line = plain.range.end.line = 16;
+  f.evidence.push_back(plain);
+  std::vector<Mark> marks = {{MarkKind::Expect, "CU001", 10}, {MarkKind::Expect, "CU001", 14}};
+  Comparison c = compare("k.cu", marks, {f});
+  EXPECT_TRUE(c.problems.empty());
+  EXPECT_EQ(c.expect_found, 2u);
+  Comparison ok = compare("k.cu", {{MarkKind::Ok, "CU001", 14}}, {f});
+  EXPECT_TRUE(mentions(ok.problems, "k.cu:14: reported on a line marked 'ok: CU001'"));
+  Comparison miss = compare("k.cu", {{MarkKind::Expect, "CU001", 10}, {MarkKind::Expect, "CU001", 16}}, {f});
+  EXPECT_TRUE(mentions(miss.problems, "k.cu:16: missed"));
+}
+
 TEST(GoldenCompare, WrongRuleOrLineIsAMissAndAnUnexpectedFinding) {
   std::vector<Mark> marks = {{MarkKind::Expect, "ATT001", 12}};
   Comparison c = compare("a.py", marks, {finding("NRM001", 12, 12), finding("ATT001", 13, 14)});

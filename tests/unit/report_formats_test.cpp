@@ -162,7 +162,8 @@ TEST(ReportJson, FindingsAndErrorsCarryEveryFieldOneBased) {
                                      {"present", true},
                                      {"weight", 0.15},
                                      {"line", 2},
-                                     {"column", 9}}));
+                                     {"column", 9},
+                                     {"related", false}}));
   EXPECT_EQ(f["evidence"][1]["present"], false);
   EXPECT_TRUE(f["evidence"][1]["line"].is_null());  // never seen: no position
   EXPECT_EQ(f["fix"], "out = F.scaled_dot_product_attention(q, k, v)");

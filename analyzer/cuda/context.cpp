@@ -1,0 +1,159 @@
+// Context facts of a CUDA file, after every function is lowered (docs/IR.md, "Context
+// facts"): kernels and launchers kept side by side for comparison. Benchmark files such as
+// llm.c's dev/cuda/*.cu hold kernel1 .. kernel6 of one operation, from the naive first
+// attempt to the fast one, and samples show a deliberately naive version beside the good
+// one. A finding in a superseded variant is not something to act on, so such functions
+// get Function::attrs["comparison"] (the reason), which demotes findings of rules that list
+// "comparison" in demote_in (the default). No Clang here: this works on the IR alone.
+#include "cuda/context.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace mlsem::cuda {
+namespace {
+
+std::string simple_name(const std::string& qualified) {
+  size_t colon = qualified.rfind("::");
+  return colon == std::string::npos ? qualified : qualified.substr(colon + 2);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::optional<NumberedName> numbered_name(const std::string& name) {
+  size_t digits = name.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
+  size_t n = name.size() - digits;
+  if (n == 0 || n > 2) return std::nullopt;  // kernel1 .. kernel12; not sm_90a, not 1024
+  // The word before the number (an underscore between them allowed: launch_softmax_3): a
+  // name (kernel, forward, reduce), not a dtype or a quantization tag (q4, fp8, bf16,
+  // sm90, q4_0), nor a stage of one computation (pass1, phase_2, step3: all of them run).
+  size_t word_end = digits > 0 && name[digits - 1] == '_' ? digits - 1 : digits;
+  size_t letters = word_end;
+  while (letters > 0 && std::isalpha(static_cast<unsigned char>(name[letters - 1]))) --letters;
+  if (word_end - letters < 3) return std::nullopt;
+  std::string word = lower(name.substr(letters, word_end - letters));
+  for (const char* stage : {"stage", "phase", "pass", "step", "part", "level", "round", "split", "half", "chunk"})
+    if (word.ends_with(stage)) return std::nullopt;
+  return NumberedName{name.substr(0, digits), std::stoi(name.substr(digits))};
+}
+
+void mark_variants(ir::Module& module, const std::map<std::string, std::set<std::string>>& device_callees) {
+  // Functions by simple name (kernels are launched by their simple name).
+  std::map<std::string, std::vector<size_t>> by_name;
+  for (size_t i = 0; i < module.functions.size(); ++i) by_name[simple_name(module.functions[i].name)].push_back(i);
+
+  // Families: two or more functions stem1, stem2, ... counting from 0 or 1.
+  std::map<std::string, std::map<int, std::string>> families;
+  for (const auto& [name, _] : by_name)
+    if (auto nn = numbered_name(name)) families[nn->stem][nn->number] = name;
+  std::erase_if(families, [](const auto& f) { return f.second.size() < 2 || f.second.begin()->first > 1; });
+
+  // Who launches or calls each function: host functions by their launches, device
+  // functions by their calls.
+  std::map<std::string, std::set<std::string>> callers;
+  for (const ir::Function& fn : module.functions) {
+    std::string caller = simple_name(fn.name);
+    for (const ir::Node& n : fn.nodes)
+      if (n.op == "launch")
+        if (const auto* k = n.attr("kernel"); k && std::holds_alternative<std::string>(*k))
+          callers[simple_name(std::get<std::string>(*k))].insert(caller);
+  }
+  for (const auto& [fn, called] : device_callees)
+    for (const auto& c : called) callers[simple_name(c)].insert(simple_name(fn));
+
+  std::map<std::string, std::string> variant;  // simple name -> reason
+  for (const auto& [stem, members] : families) {
+    const std::string& latest = members.rbegin()->second;
+    std::string range = members.begin()->second + ".." + std::to_string(members.rbegin()->first);
+    for (const auto& [number, name] : members) {
+      if (name == latest) continue;
+      // A caller that launches this member and no other one of its family runs it for
+      // real (a dispatcher over kernel numbers launches several of them).
+      bool real_caller = false;
+      for (const std::string& c : callers[name]) {
+        auto cn = numbered_name(c);
+        bool caller_is_member = cn && families.count(cn->stem) && families[cn->stem].rbegin()->second != c;
+        size_t launched = 0;
+        for (const auto& [_, other] : members) launched += callers[other].count(c);
+        if (!caller_is_member && launched == 1) real_caller = true;
+      }
+      if (real_caller) continue;
+      variant[name] = "variant " + std::to_string(number) + " of the numbered versions " + range +
+                      " kept side by side for comparison; the latest, " + latest + ", is the one reported";
+    }
+  }
+  for (const auto& [name, _] : by_name) {
+    std::string l = lower(name);
+    if (!variant.count(name) && (l.find("naive") != std::string::npos || l.find("baseline") != std::string::npos))
+      variant[name] = "named as the naive version (" + name + "), kept to compare faster ones against";
+  }
+  // Helpers reached only from variants are part of them.
+  for (bool changed = !variant.empty(); changed;) {
+    changed = false;
+    for (const auto& [name, _] : by_name) {
+      if (variant.count(name)) continue;
+      auto it = callers.find(name);
+      if (it == callers.end() || it->second.empty()) continue;
+      bool all = std::all_of(it->second.begin(), it->second.end(), [&](const std::string& c) { return variant.count(c) > 0; });
+      if (!all) continue;
+      std::string list;
+      for (const auto& c : it->second) list += (list.empty() ? "" : ", ") + c;
+      variant[name] = "used only by " + list + (it->second.size() == 1 ? ", a variant" : ", variants") +
+                      " kept for comparison";
+      changed = true;
+    }
+  }
+  for (const auto& [name, why] : variant)
+    for (size_t i : by_name[name]) module.functions[i].attrs["comparison"] = why;
+}
+
+void apply_launch_shapes(ir::Module& module) {
+  // blockDim.x of every launch of each kernel in this file (-1: not stated).
+  std::map<std::string, std::set<int64_t>> block_x;
+  for (const ir::Function& fn : module.functions)
+    for (const ir::Node& n : fn.nodes) {
+      if (n.op != "launch") continue;
+      const auto* k = n.attr("kernel");
+      if (!k || !std::holds_alternative<std::string>(*k)) continue;
+      const auto* x = n.attr("block_x");
+      block_x[simple_name(std::get<std::string>(*k))].insert(
+          x && std::holds_alternative<int64_t>(*x) ? std::get<int64_t>(*x) : -1);
+    }
+  for (ir::Function& fn : module.functions) {
+    auto it = block_x.find(simple_name(fn.name));
+    if (it == block_x.end()) continue;
+    // blockDim.x below a warp (dim3 {4, 8, ...}): a warp's lanes are several threadIdx.y
+    // rows of blockDim.x threads, so the banks its lanes hit are not those of 32
+    // consecutive threadIdx.x; the conflict computed from threadIdx.x alone is unknown.
+    if (it->second != std::set<int64_t>{1} &&
+        std::all_of(it->second.begin(), it->second.end(), [](int64_t x) { return x > 1 && x < 32; })) {
+      fn.attrs["block_x_below_warp"] = true;
+      for (ir::Node& n : fn.nodes)
+        if (n.attrs.count("bank_conflict_ways")) n.attrs["bank_conflict_ways"] = int64_t{1};
+      continue;
+    }
+    if (it->second != std::set<int64_t>{1}) continue;
+    // One thread per block row: threadIdx.x is always 0 and a warp's lanes are
+    // consecutive threadIdx.y. An access is uncoalesced only if y does not walk memory
+    // one element at a time.
+    fn.attrs["block_x_one"] = true;
+    for (ir::Node& n : fn.nodes) {
+      if (n.op != "load" && n.op != "store") continue;
+      auto u = n.attrs.find("uncoalesced");
+      if (u == n.attrs.end()) continue;
+      const auto* ty = n.attr("ty_stride");
+      bool y_unit_or_zero = ty && std::holds_alternative<int64_t>(*ty) &&
+                            (std::get<int64_t>(*ty) == 1 || std::get<int64_t>(*ty) == -1 || std::get<int64_t>(*ty) == 0);
+      u->second = bool(ty && !y_unit_or_zero);
+      n.attrs["block_x_one"] = true;
+    }
+  }
+}
+
+}  // namespace mlsem::cuda

@@ -1,0 +1,115 @@
+// Shapes from real projects (ggml, apex, llm.c, cuda-samples) that resemble a problem
+// and are not it, each beside one that is.
+//
+// mask_rows_y: launched with blockDim.x = 1 (ggml's diag_mask): threadIdx.y walks the
+// row, so the access is coalesced; mask_rows_x is the same kernel launched with the
+// threads along x.
+// grad_chunks: each thread sums its own 4 consecutive elements (apex's unrolled
+// LayerNorm backward): the warp reads one contiguous span.
+// attention_value: out[i] += a * v[i] over i, an element-wise update (an axpy), not one
+// thread reducing a row.
+// rope_sections: `sector % 3` picks one of three sections, not the interleaved pairs of
+// a reduction tree.
+// softmax_cached: the second pass reads the row from shared memory when it was cached
+// there (ggml's cross-entropy); the global read is only the fallback.
+// benchmark / step_copies: a loop that records events to time its launches waits on
+// purpose; a device-to-device copy does not make the host wait. train_copy_back waits
+// for the GPU every step.
+//
+// Expected: CU001 in mask_rows_x and on attention_value's row-per-thread accesses (a
+// real problem, not the one it is a near miss for), CU002 on the pointwise stores,
+// CU014 in train_copy_back.
+#include <cuda_runtime.h>
+
+__global__ void mask_rows_y(float* __restrict__ dst, const float* __restrict__ x, int ncols) {
+  const int col = blockDim.y * blockIdx.y + threadIdx.y;
+  const int row = blockDim.x * blockIdx.x + threadIdx.x;
+  if (col >= ncols) return;
+  dst[row * ncols + col] = x[row * ncols + col] * 0.5f;  // ok: CU001
+}
+
+__global__ void mask_rows_x(float* __restrict__ dst, const float* __restrict__ x, int ncols) {
+  const int col = blockDim.y * blockIdx.y + threadIdx.y;
+  const int row = blockDim.x * blockIdx.x + threadIdx.x;
+  if (col >= ncols) return;
+  dst[row * ncols + col] = x[row * ncols + col] * 0.5f;  // expect: CU001
+}
+
+void launch_masks(float* dst, const float* x, int nrows, int ncols) {
+  const dim3 along_y(1, 256, 1);
+  mask_rows_y<<<dim3(nrows, (ncols + 255) / 256, 1), along_y>>>(dst, x, ncols);
+  const dim3 along_x(256, 1, 1);
+  mask_rows_x<<<dim3((nrows + 255) / 256, ncols, 1), along_x>>>(dst, x, ncols);
+}
+
+__global__ void grad_chunks(float* __restrict__ out, const float* __restrict__ g, int n) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  const int l = 4 * t;
+  if (l + 3 >= n) return;
+  float s = 0.0f;
+  for (int k = 0; k < 4; ++k) s += g[l + k];  // ok: CU001
+  out[t] = s;
+}
+
+__global__ void attention_value(float* __restrict__ out, const float* __restrict__ att,
+                                const float* __restrict__ v, int T, int hs) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  float* o = out + t * hs;
+  for (int i = 0; i < hs; i++) o[i] = 0.0f;  // expect: CU001
+  for (int t2 = 0; t2 <= t; t2++) {
+    const float a = att[t * T + t2];  // expect: CU001
+    for (int i = 0; i < hs; i++) o[i] += a * v[t2 * hs + i];  // ok: CU007  // expect: CU001
+  }
+}
+
+__global__ void rope_sections(float* __restrict__ dst, const float* __restrict__ pos, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int sector = i / 2;
+  float theta = 0.0f;
+  if (sector % 3 == 1) theta = pos[n + i];  // ok: CU011
+  else theta = pos[i];
+  dst[i] = theta;  // expect: CU002
+}
+
+__global__ void softmax_cached(float* __restrict__ y, const float* __restrict__ x, int C, bool use_shared) {
+  extern __shared__ float tmp[];
+  const float* xr = x + blockIdx.x * C;
+  float m = -1e30f;
+  for (int i = threadIdx.x; i < C; i += blockDim.x) {
+    const float v = xr[i];
+    if (use_shared) tmp[i] = v;
+    m = fmaxf(m, v);
+  }
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < C; i += blockDim.x) s += expf((use_shared ? tmp[i] : xr[i]) - m);  // ok: CU006
+  if (threadIdx.x == 0) y[blockIdx.x] = s;
+}
+
+__global__ void step(float* __restrict__ x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 0.5f;  // expect: CU002
+}
+
+void benchmark(float* d, int n, int reps, cudaEvent_t start, cudaEvent_t stop) {
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(start, 0);
+    step<<<(n + 255) / 256, 256>>>(d, n);
+    cudaEventRecord(stop, 0);
+    cudaEventSynchronize(stop);  // ok: CU014
+  }
+}
+
+void step_copies(float* d, float* d_prev, int n, int steps) {
+  for (int s = 0; s < steps; ++s) {
+    step<<<(n + 255) / 256, 256>>>(d, n);
+    cudaMemcpy(d_prev, d, n * sizeof(float), cudaMemcpyDeviceToDevice);  // ok: CU014
+  }
+}
+
+void train_copy_back(float* d, float* h, int n, int steps) {
+  for (int s = 0; s < steps; ++s) {
+    step<<<(n + 255) / 256, 256>>>(d, n);
+    cudaMemcpy(h, d, sizeof(float), cudaMemcpyDeviceToHost);  // expect: CU014
+  }
+}

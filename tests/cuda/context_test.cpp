@@ -1,0 +1,287 @@
+// CUDA facts that depend on more than one expression: variants kept for comparison, the
+// launch shape of a kernel, reuse of read-only buffers, benchmark loops, element-wise
+// updates that are not reductions. Small kernels written for these tests, prelude mode.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "cuda/context.h"
+#include "cuda/frontend.h"
+
+namespace mlsem::cuda {
+namespace {
+
+ir::Module parse(const std::string& text) {
+  CudaOptions o;
+  o.cuda_path = "none";
+  return build_ir(SourceFile{"test.cu", text}, o);
+}
+
+const ir::Function* function(const ir::Module& m, const std::string& name) {
+  for (const auto& f : m.functions)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string fn_str(const ir::Function& f, const std::string& key) {
+  auto it = f.attrs.find(key);
+  return it != f.attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second) : "";
+}
+
+bool flag(const ir::Node& n, const std::string& key) {
+  const ir::Attr* a = n.attr(key);
+  return a && std::holds_alternative<bool>(*a) && std::get<bool>(*a);
+}
+
+std::vector<const ir::Node*> nodes(const ir::Function& f, const std::string& op,
+                                   const std::function<bool(const ir::Node&)>& keep = nullptr) {
+  std::vector<const ir::Node*> out;
+  for (const auto& n : f.nodes)
+    if (n.op == op && (!keep || keep(n))) out.push_back(&n);
+  return out;
+}
+
+const ir::Node* param(const ir::Function& f, const std::string& name) {
+  for (const auto& n : f.nodes)
+    if (n.op == "param" && n.attr("name") && std::get<std::string>(*n.attr("name")) == name) return &n;
+  return nullptr;
+}
+
+TEST(CudaContext, NumberedNamesAreWordsFollowedBySmallNumbers) {
+  auto nn = numbered_name("layernorm_forward_kernel3");
+  ASSERT_TRUE(nn);
+  EXPECT_EQ(nn->stem, "layernorm_forward_kernel");
+  EXPECT_EQ(nn->number, 3);
+  EXPECT_EQ(numbered_name("reduce0")->number, 0);
+  EXPECT_EQ(numbered_name("launch_softmax_3")->stem, "launch_softmax_");
+  // Dtypes, quantization tags, architectures and separated indices are not versions.
+  for (const char* name : {"dequantize_q4", "convert_fp16", "gemm_sm90", "vec_dot_q4_0", "kernel", "tile1024",
+                           "histogram_pass1", "reduce_stage_2"})
+    EXPECT_FALSE(numbered_name(name)) << name;
+}
+
+const char* kVariants = R"(
+__global__ void scale_kernel1(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
+__global__ void scale_kernel2(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
+__global__ void helper_kernel(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0f; }
+__global__ void matmul_naive(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 0.0f; }
+__global__ void shared_kernel(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 1.0f; }
+__global__ void scale_kernel3(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
+void scale1(float* x, int n) { scale_kernel1<<<n / 256, 256>>>(x, n); helper_kernel<<<n / 256, 256>>>(x, n); shared_kernel<<<1, 1>>>(x, n); }
+void scale2(float* x, int n) { scale_kernel2<<<n / 256, 256>>>(x, n); }
+void scale3(float* x, int n) { scale_kernel3<<<n / 256, 256>>>(x, n); shared_kernel<<<1, 1>>>(x, n); }
+void run_all(int which, float* x, int n) {
+  if (which == 1) scale_kernel1<<<n / 256, 256>>>(x, n);
+  else scale_kernel2<<<n / 256, 256>>>(x, n);
+}
+)";
+
+TEST(CudaContext, OlderNumberedVariantsAndTheirHelpersAreMarked) {
+  auto m = parse(kVariants);
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  for (const char* name : {"scale_kernel1", "scale_kernel2", "scale1", "scale2"}) {
+    const ir::Function* f = function(m, name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_NE(fn_str(*f, "comparison").find("kept side by side for comparison"), std::string::npos) << name;
+  }
+  EXPECT_NE(fn_str(*function(m, "scale_kernel1"), "comparison").find("the latest, scale_kernel3"), std::string::npos);
+  // The latest of each family is the one to improve.
+  EXPECT_EQ(fn_str(*function(m, "scale_kernel3"), "comparison"), "");
+  EXPECT_EQ(fn_str(*function(m, "scale3"), "comparison"), "");
+  // Launched only from a variant: part of it. Launched also from the latest: not.
+  EXPECT_NE(fn_str(*function(m, "helper_kernel"), "comparison").find("used only by scale1"), std::string::npos);
+  EXPECT_EQ(fn_str(*function(m, "shared_kernel"), "comparison"), "");
+  EXPECT_NE(fn_str(*function(m, "matmul_naive"), "comparison").find("named as the naive version"), std::string::npos);
+  // A dispatcher launching several versions is not a real caller of any of them.
+  EXPECT_EQ(fn_str(*function(m, "run_all"), "comparison"), "");
+}
+
+TEST(CudaContext, AVersionLaunchedAloneByARealCallerIsNotAVariant) {
+  auto m = parse(R"(
+__global__ void step_kernel1(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
+__global__ void step_kernel2(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 3.0f; }
+void forward(float* x, int n) { step_kernel1<<<n / 256, 256>>>(x, n); }
+void backward(float* x, int n) { step_kernel2<<<n / 256, 256>>>(x, n); }
+)");
+  EXPECT_EQ(fn_str(*function(m, "step_kernel1"), "comparison"), "");
+  EXPECT_EQ(fn_str(*function(m, "step_kernel2"), "comparison"), "");
+}
+
+TEST(CudaContext, BlockOfOneColumnMakesWarpsRunAlongY) {
+  const char* src = R"(
+__global__ void mask_rows(float* dst, const float* x, int ncols) {
+  int col = blockIdx.y * blockDim.y + threadIdx.y;
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  dst[row * ncols + col] = x[row * ncols + col];
+}
+void launch_mask(float* dst, const float* x, int nrows, int ncols) {
+  const dim3 block_dims(1, 256, 1);
+  mask_rows<<<dim3(nrows, ncols / 256, 1), block_dims>>>(dst, x, ncols);
+}
+)";
+  auto m = parse(src);
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "mask_rows");
+  ASSERT_NE(f, nullptr);
+  auto accesses = nodes(*f, "load");
+  ASSERT_EQ(accesses.size(), 1u);
+  EXPECT_FALSE(flag(*accesses[0], "uncoalesced"));
+  EXPECT_TRUE(flag(*accesses[0], "block_x_one"));
+  // The same kernel launched with 256 threads along x is strided by the row length.
+  std::string wide = src;
+  wide.replace(wide.find("block_dims(1, 256, 1)"), 21, "block_dims(256, 1, 1)");
+  auto w = parse(wide);
+  auto wide_loads = nodes(*function(w, "mask_rows"), "load");
+  ASSERT_EQ(wide_loads.size(), 1u);
+  EXPECT_TRUE(flag(*wide_loads[0], "uncoalesced"));
+}
+
+TEST(CudaParams, ReuseIsWhatMakesConstRestrictPay) {
+  auto m = parse(R"(
+__global__ void scale_rows(float* out, float* x, float* w, float* once, int C) {
+  int row = blockIdx.x;
+  for (int i = threadIdx.x; i < C; i += blockDim.x)
+    out[row * C + i] = x[row * C + i] * w[i] + once[row * C + i];
+}
+__global__ void twice(float* out, float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = x[i];
+  out[i + n] = x[i] * 2.0f;
+}
+)");
+  const ir::Function* f = function(m, "scale_rows");
+  ASSERT_NE(f, nullptr);
+  // w[i] is the same for every row's block: shared. x and once: one read per element.
+  EXPECT_TRUE(flag(*param(*f, "w"), "reused"));
+  EXPECT_FALSE(flag(*param(*f, "x"), "reused"));
+  EXPECT_FALSE(flag(*param(*f, "once"), "reused"));
+  const ir::Function* t = function(m, "twice");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(flag(*param(*t, "x"), "reused"));
+}
+
+TEST(CudaHost, BenchmarkLoopsAndDeviceCopiesAreNotStalls) {
+  auto m = parse(R"(
+__global__ void k(float* x) { x[threadIdx.x] = 0.0f; }
+void bench(float* d, float* h, int reps, cudaEvent_t start, cudaEvent_t stop) {
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(start, 0);
+    k<<<1, 256>>>(d);
+    cudaEventRecord(stop, 0);
+    cudaEventSynchronize(stop);
+  }
+  for (int r = 0; r < reps; ++r) {
+    k<<<1, 256>>>(d);
+    cudaMemcpy(d + 256, d, 256 * sizeof(float), cudaMemcpyDeviceToDevice);
+  }
+  for (int r = 0; r < reps; ++r) {
+    k<<<1, 256>>>(d);
+    cudaMemcpy(h, d, 256 * sizeof(float), cudaMemcpyDeviceToHost);
+  }
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "bench");
+  ASSERT_NE(f, nullptr);
+  auto syncs = nodes(*f, "host_sync");
+  ASSERT_EQ(syncs.size(), 2u);  // the device-to-device copy is not one
+  EXPECT_TRUE(flag(*syncs[0], "timing_loop"));
+  EXPECT_FALSE(flag(*syncs[1], "timing_loop"));
+  EXPECT_TRUE(flag(*syncs[1], "loop_launches"));
+}
+
+TEST(CudaReductions, AxpyIsNotASerialReductionAndModuloThreeIsNotInterleaved) {
+  auto m = parse(R"(
+__global__ void attention_value(float* out, const float* att, const float* v, int T, int hs) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  float* o = out + t * hs;
+  for (int t2 = 0; t2 < T; t2++) {
+    float a = att[t * T + t2];
+    for (int i = 0; i < hs; i++) o[i] += a * v[t2 * hs + i];
+  }
+}
+__global__ void row_sum(float* out, const float* x, int C) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  float s = 0.0f;
+  for (int i = 0; i < C; i++) s += x[row * C + i];
+  out[row] = s;
+}
+__global__ void sections(float* out, const float* pos, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i % 3 == 0) out[i] = pos[i];
+  if (i % 4 == 0) out[i] = 0.0f;
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  EXPECT_TRUE(nodes(*function(m, "attention_value"), "serial_reduction").empty());
+  EXPECT_EQ(nodes(*function(m, "row_sum"), "serial_reduction").size(), 1u);
+  auto branches = nodes(*function(m, "sections"), "branch");
+  ASSERT_EQ(branches.size(), 2u);
+  EXPECT_FALSE(flag(*branches[0], "interleaved_modulo"));
+  EXPECT_TRUE(flag(*branches[1], "interleaved_modulo"));
+}
+
+TEST(CudaLaneStride, ShortChunkPerThreadIsNotARowPerThread) {
+  auto m = parse(R"(
+__global__ void chunk4(float* out, const float* g, int n) {
+  int l = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+  float s = 0.0f;
+  for (int k = 0; k < 4; ++k) s += g[l + k];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+__global__ void row_per_thread(float* out, const float* x, int C) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  float s = 0.0f;
+  for (int i = 0; i < C; ++i) s += x[row * C + i];
+  out[row] = s;
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto chunk = nodes(*function(m, "chunk4"), "load");
+  ASSERT_EQ(chunk.size(), 1u);
+  EXPECT_TRUE(flag(*chunk[0], "uncoalesced"));
+  EXPECT_TRUE(flag(*chunk[0], "chunk_per_thread"));
+  auto row = nodes(*function(m, "row_per_thread"), "load");
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_TRUE(flag(*row[0], "uncoalesced"));
+  EXPECT_FALSE(flag(*row[0], "chunk_per_thread"));
+}
+
+TEST(CudaPasses, AGlobalReadBesideASharedCopyIsNotASecondPass) {
+  auto m = parse(R"(
+__global__ void softmax_cached(float* y, const float* x, int C, bool use_shared) {
+  extern __shared__ float tmp[];
+  const float* xr = x + blockIdx.x * C;
+  float m = -1e30f;
+  for (int i = threadIdx.x; i < C; i += blockDim.x) { float v = xr[i]; if (use_shared) tmp[i] = v; m = fmaxf(m, v); }
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < C; i += blockDim.x) s += expf((use_shared ? tmp[i] : xr[i]) - m);
+  y[blockIdx.x] = s;
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "softmax_cached");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(nodes(*f, "multi_pass").empty());
+  EXPECT_EQ(nodes(*f, "load", [](const ir::Node& n) { return flag(n, "shared_alternative"); }).size(), 1u);
+}
+
+TEST(CudaParams, CompoundAssignmentOnATemplateTypeIsAWrite) {
+  // With an operator overload in scope, `*result /= ...` on a dependent type is a call of
+  // an unresolved operator, not a compound assignment.
+  auto m = parse(R"(
+struct half_t { unsigned short bits; };
+__device__ half_t& operator/=(half_t& a, half_t b);
+template <typename T> __global__ void divide_by_count(T* result, unsigned long count) {
+  *result /= static_cast<T>(count);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "divide_by_count");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(flag(*param(*f, "result"), "written"));
+  EXPECT_EQ(nodes(*f, "store").size(), 1u);
+}
+
+}  // namespace
+}  // namespace mlsem::cuda
