@@ -9,6 +9,7 @@ pkgs=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
       python3-jsonschema
       clang-22 libclang-cpp22-dev libclang-22-dev llvm-22-dev
+      libclang-rt-22-dev  # Clang's sanitizer and libFuzzer runtimes: scripts/sanitize.sh, fuzz/
       graphviz)  # graphviz: `mlsem learn -o path.svg` and its test
 missing=()
 for p in "${pkgs[@]}"; do

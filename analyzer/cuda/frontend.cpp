@@ -22,6 +22,7 @@
 #include "cuda/context.h"
 #include "cuda/invocation.h"
 #include "cuda/lowering.h"
+#include "cuda/nesting.h"
 #include "cuda/prelude.h"
 
 namespace mlsem::cuda {
@@ -138,6 +139,16 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
   module.path = file.path;
   module.language = "cuda";
   parse_suppressions(file.text, module);
+  // Clang's parser would overflow the stack and take the whole run down with it.
+  if (std::optional<Position> deep = too_deep(file.text)) {
+    Diagnostic d;
+    d.path = file.path;
+    d.range.begin = d.range.end = *deep;
+    d.message = "brackets and template arguments nest deeper than " + std::to_string(kMaxNesting) +
+                " levels here: the file is not parsed (Clang would run out of stack)";
+    module.diagnostics.push_back(std::move(d));
+    return module;
+  }
 
   std::error_code ec;
   fs::path abs = fs::absolute(file.path.empty() ? fs::path("input.cu") : fs::path(file.path), ec);

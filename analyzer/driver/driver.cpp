@@ -174,6 +174,10 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
     }
     if (notebook) *notebook = std::move(index);
   }
+  // A lone CR ends a line for Python and for editors (old Mac line ends); tree-sitter
+  // only knows LF. The same byte count keeps every offset and column.
+  for (size_t cr = program.text.find('\r'); cr != std::string::npos; cr = program.text.find('\r', cr + 1))
+    if (cr + 1 == program.text.size() || program.text[cr + 1] != '\n') program.text[cr] = '\n';
   Effective settings = effective_settings(read.path, options);
   std::optional<driver::Cache> cache;
   std::string key;

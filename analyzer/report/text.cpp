@@ -12,6 +12,8 @@ namespace mlsem::report {
 namespace {
 
 constexpr int kTabWidth = 4;
+// Lines longer than this are shown as a window of this many bytes around the finding.
+constexpr size_t kMaxExcerptBytes = 160;
 
 struct Style {
   bool color;
@@ -70,10 +72,26 @@ void excerpt(const Finding& finding, const SourceFile& file, uint32_t shown_line
   size_t stop = range.end.line == range.begin.line ? range.end.column - 1 : line.size();
   if (range.end.line != range.begin.line)  // up to the line's last non-blank character
     while (stop > start && (line[stop - 1] == ' ' || line[stop - 1] == '\t')) --stop;
-  size_t lead = display_width(line, start);
-  size_t carets = std::max<size_t>(1, display_width(line, stop) - std::min(lead, display_width(line, stop)));
+  // A long line (minified code, generated tables) is shown as a window around the
+  // finding's start, cut at character boundaries and marked "...".
+  std::string before, after;
+  if (line.size() > kMaxExcerptBytes) {
+    auto continuation = [&](size_t i) { return i < line.size() && (static_cast<unsigned char>(line[i]) & 0xC0) == 0x80; };
+    start = std::min(start, line.size());
+    size_t from = start > kMaxExcerptBytes / 4 ? start - kMaxExcerptBytes / 4 : 0;
+    while (from > 0 && continuation(from)) --from;
+    size_t to = std::min(line.size(), from + kMaxExcerptBytes);
+    while (continuation(to)) ++to;
+    if (from > 0) before = "...";
+    if (to < line.size()) after = "...";
+    line = line.substr(from, to - from);
+    start -= from;
+    stop = stop < from ? 0 : std::min(stop - from, line.size());
+  }
+  size_t lead = before.size() + display_width(line, start);
+  size_t carets = std::max<size_t>(1, before.size() + display_width(line, stop) - std::min(lead, before.size() + display_width(line, stop)));
   out += pad + " " + style.gutter("|") + "\n";
-  out += style.gutter(number + " |") + " " + expand_tabs(line) + "\n";
+  out += style.gutter(number + " |") + " " + before + expand_tabs(line) + after + "\n";
   out += pad + " " + style.gutter("|") + " " + std::string(lead, ' ') +
          style.severity(std::string(carets, '^'), finding.severity) + "\n";
 }

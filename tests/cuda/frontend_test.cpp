@@ -360,6 +360,37 @@ TEST(CudaRobustness, GarbageAndEmptyInputGiveDiagnosticsNotCrashes) {
   EXPECT_EQ(garbage.language, "cuda");
 }
 
+TEST(CudaRobustness, DeeplyNestedTemplatesAreDiagnosticsNotCrashes) {
+  // Instantiation 5000 deep: Clang's own limit (1024) is a diagnostic, the kernel beside
+  // it is still lowered.
+  auto recursive = parse(R"(template <int N> struct Deep { enum { value = Deep<N - 1>::value + 1 }; };
+template <> struct Deep<0> { enum { value = 0 }; };
+__global__ void uses_deep(float* y) { y[threadIdx.x] = Deep<5000>::value; }
+__global__ void scale(const float* x, float* y, int C) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  y[row] = x[row * C];
+}
+)");
+  bool depth = false;
+  for (const auto& d : recursive.diagnostics) depth = depth || d.message.find("maximum depth") != std::string::npos;
+  EXPECT_TRUE(depth);
+  const ir::Function* f = function(recursive, "scale");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(nodes(*f, "load").size(), 1u);
+  // Template arguments 3000 deep overflow Clang's parser (clang++ itself crashes): the
+  // file is refused with a diagnostic at the place, before Clang sees it.
+  std::string nested = "template <typename T> struct W { T t; };\nusing N = ";
+  for (int i = 0; i < 3000; ++i) nested += "W<";
+  nested += "int";
+  for (int i = 0; i < 3000; ++i) nested += ">";
+  nested += ";\n__global__ void k(float* y) { y[threadIdx.x] = 1; }\n";
+  auto deep = parse(nested);
+  ASSERT_EQ(deep.diagnostics.size(), 1u);
+  EXPECT_NE(deep.diagnostics[0].message.find("nest deeper than 256 levels"), std::string::npos);
+  EXPECT_EQ(deep.diagnostics[0].range.begin.line, 2u);
+  EXPECT_TRUE(deep.functions.empty());
+}
+
 TEST(CudaSuppressions, IgnoreCommentsAreRecordedByLine) {
   auto m = parse("__global__ void k(float* x) {\n  x[0] = 1;  // mlsem: ignore[CU001, CU003]\n  x[1] = 2;  // mlsem: ignore\n}\n");
   ASSERT_EQ(m.suppressions.count(2), 1u);

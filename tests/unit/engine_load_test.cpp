@@ -255,3 +255,127 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace mlsem
+
+namespace mlsem {
+namespace {
+
+// One file holding every kind of mistake: each is reported, naming the file and the line
+// it is on, not just the first one met (a rule author fixes them in one pass).
+struct Mistake {
+  std::string message_part;
+  uint32_t line;
+};
+
+void expect_all(const std::vector<FileError>& errors, const std::string& file, const std::vector<Mistake>& mistakes) {
+  for (const Mistake& m : mistakes) {
+    bool found = false;
+    for (const auto& e : errors)
+      found = found || (e.path.ends_with(file) && e.message.find(m.message_part) != std::string::npos && e.line == m.line);
+    std::string all;
+    for (const auto& e : errors) all += e.path + ":" + std::to_string(e.line) + ": " + e.message + "\n";
+    EXPECT_TRUE(found) << file << ":" << m.line << ": no error mentioning '" << m.message_part << "'; got:\n" << all;
+  }
+}
+
+TEST(EngineLoad, APatternFileWithEveryKindOfMistakeNamesEachLine) {
+  DataDir dir;
+  dir.write("patterns/bad.toml",
+            "[[pattern]]\n"                       // 1
+            "id = \"lang\"\n"                     // 2
+            "language = \"fortran\"\n"            // 3
+            "match = \"tanh(_)\"\n"               // 4
+            "\n"                                  // 5
+            "[[pattern]]\n"                       // 6
+            "id = \"syntax\"\n"                   // 7
+            "language = \"python\"\n"             // 8
+            "match = \"matmul(softmax(_),\"\n"    // 9
+            "\n"                                  // 10
+            "[[pattern]]\n"                       // 11
+            "id = \"typo\"\n"                     // 12
+            "language = \"python\"\n"             // 13
+            "match = \"tanh(_)\"\n"               // 14
+            "wieght = 1\n"                        // 15
+            "\n"                                  // 16
+            "[[pattern]]\n"                       // 17
+            "id = \"base\"\n"                     // 18
+            "language = \"python\"\n"             // 19
+            "match = \"exp(_)\"\n"                // 20
+            "base = 1.5\n"                        // 21
+            "\n"                                  // 22
+            "[[pattern]]\n"                       // 23
+            "id = \"op\"\n"                       // 24
+            "language = \"python\"\n"             // 25
+            "match = \"mul($a, $b)\"\n"           // 26
+            "distinct = [\"a\", \"c\"]\n"         // 27
+            "[[pattern]]\n"                       // 28
+            "id = \"evidence\"\n"                 // 29
+            "language = \"python\"\n"             // 30
+            "match = \"@t:tanh(_)\"\n"            // 31
+            "[[pattern.evidence]]\n"              // 32
+            "label = \"nope\"\n"                  // 33
+            "weight = 0.1\n"                      // 34
+            "[[pattern.evidence]]\n"              // 35
+            "label = \"t\"\n"                     // 36
+            "present = \"no weight\"\n"           // 37
+            "\n"                                  // 38
+            "[[pattern]]\n"                       // 39
+            "language = \"python\"\n"             // 40
+            "match = \"neg(_)\"\n"                // 41
+            "\n"                                  // 42
+            "[[pattern]]\n"                       // 43
+            "id = \"chain\"\n"                    // 44
+            "language = \"python\"\n"             // 45
+            "match = 7\n");                       // 46
+  std::vector<FileError> errors;
+  EXPECT_FALSE(Engine::load(dir.path(), errors));
+  expect_all(errors, "patterns/bad.toml",
+             {{"language must be \"python\" or \"cuda\"", 1},
+              {"expected", 9},
+              {"unknown key 'wieght'", 15},
+              {"base must be within [0, 1]", 17},
+              {"distinct: 'c' is not a variable or label", 23},
+              {"evidence label 'nope' is not a label in match", 32},
+              {"evidence needs a numeric 'weight'", 35},
+              {"missing required key 'id'", 39},
+              {"'match' must be a string", 46}});
+}
+
+TEST(EngineLoad, ARuleFileWithEveryKindOfMistakeNamesEachLine) {
+  DataDir dir;
+  dir.write("rules/BAD.toml",
+            "id = \"bad1\"\n"                      // 1
+            "name = \"Not Kebab\"\n"               // 2
+            "status = \"beta\"\n"                  // 3
+            "language = \"fortran\"\n"             // 4
+            "concept = \"nope\"\n"                 // 5
+            "severity = \"loud\"\n"                // 6
+            "patterns = [\"missing\", 3]\n"        // 7
+            "message = \"m\"\n"                    // 8
+            "fix = \"F.x({nolabel})\"\n"           // 9
+            "kernel = \"kernels/nope\"\n"          // 10
+            "level = \"asm\"\n"                    // 11
+            "demote_in = [\"nowhere\"]\n"          // 12
+            "requires_torch = \"two\"\n"           // 13
+            "per_function = \"yes\"\n"             // 14
+            "mesage = \"typo\"\n");                // 15
+  std::vector<FileError> errors;
+  EXPECT_FALSE(Engine::load(dir.path(), errors));
+  expect_all(errors, "rules/BAD.toml",
+             {{"rule id 'bad1' must be letters then three digits", 1},
+              {"rule name 'Not Kebab' must be kebab-case", 2},
+              {"status must be", 3},
+              {"language must be", 4},
+              {"unknown concept 'nope'", 5},
+              {"severity must be", 6},
+              {"'patterns' must hold strings only", 7},
+              {"fix: '{nolabel}' names 'nolabel'", 9},
+              {"level must be", 11},
+              {"demote_in: unknown context 'nowhere'", 12},
+              {"requires_torch must be a version", 13},
+              {"'per_function' must be true or false", 14},
+              {"unknown key 'mesage'", 15},
+              {"missing [docs] table", 1}});
+}
+
+}  // namespace
+}  // namespace mlsem

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Builds the fuzz targets' seed corpora from samples/, the data and tests/fuzz/.
+
+    python3 fuzz/make_seeds.py OUT    # OUT/{python,cuda,toml,report,lsp}/
+
+The corpora are generated, not committed (docs/hardening.md). Inputs follow each entry
+point's format (fuzz/*.cpp): toml inputs start with a byte naming the kind of file, lsp
+inputs with a mode byte and carry message bodies separated by 0x1e.
+"""
+import hashlib
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MAX = 64 * 1024  # larger files slow the fuzzers down and add little
+
+
+def put(out, target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    if len(data) > MAX:
+        return
+    d = out / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def lsp_seed(mode, bodies):
+    return bytes([mode]) + b"\x1e".join(json.dumps(b).encode() for b in bodies)
+
+
+def main():
+    out = pathlib.Path(sys.argv[1])
+    pys = sorted((ROOT / "samples").rglob("*.py")) + sorted((ROOT / "samples").rglob("*.ipynb"))
+    cus = sorted((ROOT / "samples").rglob("*.cu")) + sorted((ROOT / "samples").rglob("*.cuh"))
+    for p in pys:
+        put(out, "python", p.read_bytes())
+    for p in cus:
+        put(out, "cuda", p.read_bytes())
+    for kind, sub in ((0, "concepts"), (1, "patterns"), (2, "rules")):
+        for p in sorted((ROOT / sub).rglob("*.toml")):
+            put(out, "toml", bytes([kind]) + p.read_bytes())
+    config = ('select = ["attention", "NRM", "ACT001"]\nignore = ["FUS"]\nmin-confidence = 0.6\n'
+              'torch-version = "2.4"\nextend-exclude = ["third_party"]\nrespect-gitignore = false\n'
+              'per-file-ignores = { "tests/**" = ["SYN001"] }\nseverity = { ATT001 = "error" }\n')
+    put(out, "toml", b"\x03" + config.encode())
+    put(out, "toml", b"\x04[project]\nname = \"x\"\n[tool.mlsem]\n" + config.encode())
+    for target in ("python", "cuda", "toml", "report", "lsp"):
+        for p in sorted((ROOT / "tests/fuzz" / target).glob("*")):
+            put(out, target, p.read_bytes())
+    # Reports: the bytes are read as the report's structure; any text does as a start.
+    for p in pys[:8]:
+        put(out, "report", p.read_bytes()[:4096])
+    # The language server: a session per sample, pushed and pulled diagnostics.
+    for i, p in enumerate(pys[:12] + cus[:4]):
+        uri = "file:///work/" + p.name
+        lang = "cuda" if p.suffix in (".cu", ".cuh") else "python"
+        text = p.read_text(errors="replace")
+        caps = {"textDocument": {"diagnostic": {}}} if i % 2 else {}
+        bodies = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"capabilities": caps, "positionEncoding": ["utf-8", "utf-16"][i % 2:]}},
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+            {"jsonrpc": "2.0", "method": "textDocument/didOpen",
+             "params": {"textDocument": {"uri": uri, "languageId": lang, "version": 1, "text": text}}},
+            {"jsonrpc": "2.0", "method": "textDocument/didChange",
+             "params": {"textDocument": {"uri": uri, "version": 2},
+                        "contentChanges": [{"range": {"start": {"line": 3, "character": 0},
+                                                      "end": {"line": 3, "character": 4}}, "text": "x = 1\n"}]}},
+            {"jsonrpc": "2.0", "id": 2, "method": "textDocument/diagnostic", "params": {"textDocument": {"uri": uri}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover",
+             "params": {"textDocument": {"uri": uri}, "position": {"line": 10, "character": 8}}},
+            {"jsonrpc": "2.0", "id": 4, "method": "textDocument/codeAction",
+             "params": {"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0},
+                                                                "end": {"line": 200, "character": 0}},
+                        "context": {"diagnostics": []}}},
+            {"jsonrpc": "2.0", "id": 5, "method": "workspace/diagnostic", "params": {"previousResultIds": []}},
+            {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 5}},
+            {"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}},
+            {"jsonrpc": "2.0", "id": 6, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        ]
+        put(out, "lsp", lsp_seed(3 if i % 3 else 1, bodies))
+        framed = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(j), j)
+                          for j in (json.dumps(b).encode() for b in bodies[:4]))
+        put(out, "lsp", b"\x00" + framed)
+
+
+if __name__ == "__main__":
+    main()
