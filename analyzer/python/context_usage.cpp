@@ -8,13 +8,15 @@
 //    which the decorator replaces with the configured experts implementation;
 //  - `cold` (function): the forward of a module class whose every call in the file passes
 //    one vector per sequence (a pooled output, `x[:, 0]`, a mean over positions).
-// Reads the syntax tree once; only adds attributes.
+// Looks names up by their words in the text, not by visiting the whole tree; only adds
+// attributes.
 #include "python/context_usage.h"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -94,8 +96,6 @@ class UsageStage {
   std::unordered_map<std::string, size_t> top_index_;  // owns its keys: top_ reallocates
   std::vector<ClassDef> classes_;
   std::vector<Span> decorators_;
-  std::vector<TSNode> identifiers_;  // every identifier, in source order
-  std::vector<TSNode> strings_;
 
   std::string_view text(TSNode n) const { return text_of(n, src_); }
   TSSymbol sym(TSNode n) const { return ts_node_symbol(n); }
@@ -135,32 +135,76 @@ class UsageStage {
         "`, then regenerate)";
   }
 
-  // ------------------------------------------------------------ one walk
+  // ------------------------------------------------------------ mentions
 
-  // Module-level functions (also under module-level if/try), classes at any depth,
-  // decorators, identifiers and strings.
+  // Module-level functions (also under module-level if/try), classes at any depth, and
+  // the decorators of every definition those visits pass. Mentions of a name are found
+  // by scanning the text for the word and asking the tree what is there (an identifier,
+  // the content of a string, or something else such as a comment): much cheaper than
+  // visiting every node of the tree, and only names that matter are looked up.
   void walk() {
     top_level(root_, 0);
     classes(root_, "", 0);
-    TSTreeCursor cursor = ts_tree_cursor_new(root_);
-    bool descend = true;
-    while (true) {
-      TSNode n = ts_tree_cursor_current_node(&cursor);
-      if (descend) {
-        TSSymbol k = sym(n);
-        if (k == S.identifier) identifiers_.push_back(n);
-        else if (k == S.string) strings_.push_back(n);
-        else if (k == S.decorator) decorators_.push_back({ts_node_start_byte(n), ts_node_end_byte(n)});
-      }
-      if (descend && ts_tree_cursor_goto_first_child(&cursor)) continue;
-      if (ts_tree_cursor_goto_next_sibling(&cursor)) {
-        descend = true;
-        continue;
-      }
-      if (!ts_tree_cursor_goto_parent(&cursor)) break;
-      descend = false;
+    std::sort(decorators_.begin(), decorators_.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  }
+
+  static bool word_byte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
+
+  // Byte offsets in [from, to) where `name` stands as a whole word.
+  void word_offsets(std::string_view name, uint32_t from, uint32_t to, std::vector<uint32_t>& out) const {
+    if (name.empty()) return;
+    to = std::min<uint32_t>(to, static_cast<uint32_t>(src_.size()));
+    for (size_t p = src_.find(name, from); p != std::string_view::npos && p + name.size() <= to;
+         p = src_.find(name, p + 1)) {
+      if (p > 0 && word_byte(static_cast<unsigned char>(src_[p - 1]))) continue;
+      size_t e = p + name.size();
+      if (e < src_.size() && word_byte(static_cast<unsigned char>(src_[e]))) continue;
+      out.push_back(static_cast<uint32_t>(p));
     }
-    ts_tree_cursor_delete(&cursor);
+  }
+
+  // What the tree has at a word: an identifier node, or a string's content equal to the
+  // word (`__all__`, a registry key, getattr by name), or nothing of interest.
+  struct Mention {
+    TSNode node{};
+    bool identifier = false;
+    bool string_name = false;
+  };
+  Mention mention_at(uint32_t b, size_t len) const {
+    TSNode n = ts_node_named_descendant_for_byte_range(root_, b, b + static_cast<uint32_t>(len));
+    Mention m;
+    if (ts_node_is_null(n)) return m;
+    if (sym(n) == S.identifier && ts_node_start_byte(n) == b && ts_node_end_byte(n) == b + len) {
+      m.node = n;
+      m.identifier = true;
+    } else if (ts_node_start_byte(n) == b && ts_node_end_byte(n) == b + len) {
+      TSNode parent = ts_node_parent(n);
+      if (!ts_node_is_null(parent) && sym(parent) == S.string) {
+        m.node = parent;
+        m.string_name = true;  // the string's whole content is the name
+      }
+    }
+    return m;
+  }
+
+  // The identifiers named `name` in [from, to), in source order.
+  std::vector<TSNode> identifiers(std::string_view name, uint32_t from = 0,
+                                  uint32_t to = std::numeric_limits<uint32_t>::max()) const {
+    std::vector<uint32_t> at;
+    word_offsets(name, from, to, at);
+    std::vector<TSNode> out;
+    for (uint32_t b : at)
+      if (Mention m = mention_at(b, name.size()); m.identifier) out.push_back(m.node);
+    return out;
+  }
+
+  // Whether some string's whole content is `name`.
+  bool named_by_string(std::string_view name) const {
+    std::vector<uint32_t> at;
+    word_offsets(name, 0, std::numeric_limits<uint32_t>::max(), at);
+    for (uint32_t b : at)
+      if (mention_at(b, name.size()).string_name) return true;
+    return false;
   }
 
   void top_level(TSNode container, int depth) {
@@ -195,7 +239,10 @@ class UsageStage {
       if (k == S.decorated_definition) {
         def = field(s, S.f_definition);
         for (TSNode d : named(s))
-          if (sym(d) == S.decorator) decorators.push_back(d);
+          if (sym(d) == S.decorator) {
+            decorators.push_back(d);
+            decorators_.push_back({ts_node_start_byte(d), ts_node_end_byte(d)});
+          }
       }
       if (ts_node_is_null(def)) continue;
       TSSymbol dk = sym(def);
@@ -242,38 +289,28 @@ class UsageStage {
     bool generated = generated_file();
     if (generated) unused_classes();
     if (top_.empty()) return;
-    for (TSNode id : identifiers_) {
-      auto it = top_index_.find(std::string(text(id)));
-      if (it == top_index_.end()) continue;
-      TopFunction& f = top_[it->second];
-      uint32_t b = ts_node_start_byte(id);
-      TSNode parent = ts_node_parent(id);
-      if (!ts_node_is_null(parent) && sym(parent) == S.function_definition &&
-          ts_node_eq(field(parent, S.f_name), id))
-        continue;  // a def's own name (this one, or a method of the same name)
-      if (f.span.holds(b)) continue;  // recursion
-      if (in_decorator(b)) {
-        TSNode d = id;
-        while (!ts_node_is_null(d) && sym(d) != S.decorator) d = ts_node_parent(d);
-        if (!ts_node_is_null(d)) f.decorator_mentions.push_back(d);
-        continue;
+    for (size_t fi = 0; fi < top_.size(); ++fi) {
+      TopFunction& f = top_[fi];
+      for (TSNode id : identifiers(f.name)) {
+        uint32_t b = ts_node_start_byte(id);
+        TSNode parent = ts_node_parent(id);
+        if (!ts_node_is_null(parent) && sym(parent) == S.function_definition &&
+            ts_node_eq(field(parent, S.f_name), id))
+          continue;  // a def's own name (this one, or a method of the same name)
+        if (f.span.holds(b)) continue;  // recursion
+        if (in_decorator(b)) {
+          TSNode d = id;
+          while (!ts_node_is_null(d) && sym(d) != S.decorator) d = ts_node_parent(d);
+          if (!ts_node_is_null(d)) f.decorator_mentions.push_back(d);
+          continue;
+        }
+        size_t caller = enclosing_top(b);
+        if (caller == std::string::npos) f.live = true;
+        else f.callers.insert(caller);
       }
-      size_t caller = enclosing_top(b);
-      if (caller == std::string::npos) f.live = true;
-      else f.callers.insert(caller);
-    }
-    // A string that is the name (`__all__`, getattr, a registry key) keeps it live; prose
-    // in docstrings that mentions it does not.
-    for (TSNode s : strings_) {
-      std::string_view t = text(s);
-      size_t open = t.find_first_of("\"'");
-      if (open == std::string_view::npos) continue;
-      char quote = t[open];
-      size_t close = t.find_last_of(quote);
-      if (close <= open) continue;
-      std::string_view content = t.substr(open + 1, close - open - 1);
-      auto it = top_index_.find(std::string(content));
-      if (it != top_index_.end()) top_[it->second].live = true;
+      // A string that is the name (`__all__`, getattr, a registry key) keeps it live; prose
+      // in docstrings that mentions it does not.
+      if (!f.live && named_by_string(f.name)) f.live = true;
     }
     for (TopFunction& f : top_) f.dead = !f.live && (generated || !f.decorator_mentions.empty()) && f.callers.empty();
     for (bool changed = true; changed;) {
@@ -310,14 +347,13 @@ class UsageStage {
     std::unordered_map<std::string_view, const ClassDef*> top;
     for (const ClassDef& c : classes_)
       if (!contains(c.name, ".")) top[c.name] = &c;
-    for (TSNode id : identifiers_) {
-      auto it = top.find(text(id));
-      if (it != top.end() && !it->second->span.holds(ts_node_start_byte(id))) mentioned.insert(it->first);
-    }
-    for (TSNode s : strings_) {  // `__all__`, registries by name
-      std::string_view t = text(s);
-      size_t open = t.find_first_of("\"'"), close = t.find_last_of("\"'");
-      if (open != std::string_view::npos && close > open) mentioned.insert(t.substr(open + 1, close - open - 1));
+    for (const auto& [name, c] : top) {
+      for (TSNode id : identifiers(name))
+        if (!c->span.holds(ts_node_start_byte(id))) {
+          mentioned.insert(name);
+          break;
+        }
+      if (!mentioned.count(name) && named_by_string(name)) mentioned.insert(name);  // `__all__`, registries
     }
     for (const auto& [name, c] : top)
       if (!mentioned.count(name))
@@ -487,8 +523,7 @@ class UsageStage {
   bool produced_cold(std::string_view attr, int depth) const {
     if (depth > 3) return false;
     int producers = 0;
-    for (TSNode id : identifiers_) {
-      if (text(id) != attr) continue;
+    for (TSNode id : identifiers(attr)) {
       TSNode kw = ts_node_parent(id);
       if (ts_node_is_null(kw) || sym(kw) != S.keyword_argument || !ts_node_eq(field(kw, S.f_name), id)) continue;
       TSNode value = field(kw, S.f_value);
@@ -536,12 +571,10 @@ class UsageStage {
       if (!contains(classes_[i].name, ".")) by_name[classes_[i].name] = i;
     // Mentions of each class name outside its own definition.
     std::vector<std::vector<TSNode>> mentions(classes_.size());
-    for (TSNode id : identifiers_) {
-      auto it = by_name.find(text(id));
-      if (it == by_name.end()) continue;
-      const ClassDef& c = classes_[it->second];
-      if (c.span.holds(ts_node_start_byte(id))) continue;
-      mentions[it->second].push_back(id);
+    for (const auto& [name, ci] : by_name) {
+      if (!function_named(classes_[ci].name + ".forward")) continue;  // nothing to mark
+      for (TSNode id : identifiers(name))
+        if (!classes_[ci].span.holds(ts_node_start_byte(id))) mentions[ci].push_back(id);
     }
     for (size_t ci = 0; ci < classes_.size(); ++ci) {
       const ClassDef& c = classes_[ci];
@@ -609,12 +642,9 @@ class UsageStage {
   // false.
   bool attribute_calls(TSNode owner, std::string_view attr, std::vector<Call>& calls) const {
     uint32_t b = ts_node_start_byte(owner), e = ts_node_end_byte(owner);
-    auto first = std::lower_bound(identifiers_.begin(), identifiers_.end(), b,
-                                  [](TSNode n, uint32_t at) { return ts_node_start_byte(n) < at; });
-    for (auto it = first; it != identifiers_.end() && ts_node_start_byte(*it) < e; ++it) {
-      if (text(*it) != attr) continue;
-      TSNode a = ts_node_parent(*it);
-      if (ts_node_is_null(a) || sym(a) != S.attribute || !ts_node_eq(field(a, S.f_attribute), *it)) continue;
+    for (TSNode id : identifiers(attr, b, e)) {
+      TSNode a = ts_node_parent(id);
+      if (ts_node_is_null(a) || sym(a) != S.attribute || !ts_node_eq(field(a, S.f_attribute), id)) continue;
       TSNode def = enclosing_def(a);
       std::string self = self_name(def);
       if (self.empty() || text(field(a, S.f_object)) != self) continue;
