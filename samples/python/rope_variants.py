@@ -109,3 +109,9 @@ def mix_halves(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tenso
     """Not a rotation: the halves are scaled and concatenated, nothing is negated or crossed."""
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((x1 * a, x2 * b), dim=-1)  # ok: POS001
+
+
+def apply_rotary_interleaved_to_halves(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """DeepSeek's layout: interleaved pairs rotated, written back as two halves."""
+    q1, q2 = q[..., 0::2], q[..., 1::2]
+    return torch.cat([q1 * cos - q2 * sin, q2 * cos + q1 * sin], dim=-1)  # expect: POS001
