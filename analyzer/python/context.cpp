@@ -199,7 +199,7 @@ class ContextStage {
 
   std::optional<std::string> parity_docstring(const Def& d) const {
     static const char* kPhrases[] = {"numerical parity", "numerically identical", "exact numerical",
-                                     "bit-exact", "bitwise identical", "subtly different", "for parity"};
+                                     "bit-exact", "bitwise identical", "subtly different", "subtly wrong", "for parity"};
     for (TSNode n : {d.def, d.cls}) {
       std::string_view doc = docstring(n);
       if (doc.empty()) continue;

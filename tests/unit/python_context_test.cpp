@@ -160,8 +160,12 @@ def gelu_exact(x):
     return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
 def gelu(x):
     return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+def esm_gelu(x):
+    """The gelu of the original repo. Using F.gelu yields subtly wrong results."""
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
 )");
   EXPECT_NE(fact(function(m, "GELUActivation._gelu_python"), "parity"), "");
+  EXPECT_NE(fact(function(m, "esm_gelu"), "parity").find("subtly wrong"), std::string::npos);
   EXPECT_EQ(fact(function(m, "GELUActivation.forward"), "parity"), "");
   EXPECT_NE(fact(function(m, "gelu_reference"), "reference"), "");
   EXPECT_NE(fact(function(m, "gelu_exact"), "parity").find("numerical parity"), std::string::npos);
