@@ -67,6 +67,21 @@ class FixPass : private AttentionSyntax {
     return ir::kNoNode;
   }
 
+  // Whether `id` is a cast to float32, through layout steps (`q.to(torch.float32)`,
+  // `k.float().transpose(-1, -2)`).
+  bool upcast(const ir::Function& fn, ir::NodeId id) const {
+    for (size_t steps = 0; steps < kTraceSteps && id < fn.nodes.size(); ++steps) {
+      const ir::Node& x = fn.nodes[id];
+      if (x.op == "cast") {
+        const std::string* d = str_attr(x, "dtype");
+        return d && *d == "float32";
+      }
+      if (!is_one_of(x.op, {"reshape", "transpose", "permute", "contiguous"}) || x.inputs.empty()) return false;
+      id = x.inputs[0];
+    }
+    return false;
+  }
+
   std::string approximation(const ir::Function& fn) const {
     std::string name = lower(fn.name);
     if (name.find("nystrom") != std::string::npos || name.find("landmark") != std::string::npos)
@@ -463,6 +478,17 @@ class FixPass : private AttentionSyntax {
       notes.push_back(std::string(x == sn.inputs[0] ? "q" : "k") + " is already scaled" +
                       (f.empty() ? "" : " by " + f) + " (line " + line(fn.nodes[pre].range) + "), so scale=" +
                       (scale.empty() ? "the default" : scale) + " keeps the numbers");
+    }
+
+    // Scores computed in fp32 from upcast q and k while v keeps its dtype (GPT-J,
+    // CodeGen): SDPA takes one dtype, and the written fp32 product is a numeric choice.
+    {
+      bool qk_up = std::any_of(sn.inputs.begin(), sn.inputs.end(), [&](ir::NodeId x) { return upcast(fn, x); });
+      bool v_up = std::any_of(on.inputs.begin(), on.inputs.end(), [&](ir::NodeId x) { return upcast(fn, x); });
+      if (qk_up && !v_up)
+        notes.push_back("q and k are upcast to float32 for the scores and v is not: SDPA needs one dtype, so pass q and k "
+                        "in v's dtype (its kernels accumulate q·k and the softmax in fp32) or upcast v too; the "
+                        "numbers then differ from this code's in the last bits");
     }
 
     // A term that names the scores (`mask.to(scores.dtype)`): the fix has no scores, q

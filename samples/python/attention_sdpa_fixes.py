@@ -13,7 +13,9 @@ same numbers (tests/unit/python_attention_fix_test.cpp checks the fix text):
 - a masked_fill with -inf on a padding mask: attn_mask=~(mask) form;
 - a free function whose `scaling` parameter the caller sets (T5 passes 1.0): scale=scaling;
 - products made inside a MatMul wrapper module (SqueezeBERT): q, k, v as placeholders;
-- a mask cast to the scores' dtype (`mask.to(scores.dtype)`): the fix casts to q's.
+- a mask cast to the scores' dtype (`mask.to(scores.dtype)`): the fix casts to q's;
+- GPT-J/CodeGen-style fp32 scores from upcast q and k, v left in its dtype: the fix says
+  SDPA needs one dtype and how the numbers then differ.
 Not expected (near misses, marked ok: reported only as demoted info, hidden by default):
 - GPT-1's `w * b - 1e4 * (1 - b)` causal mask: a subtraction mlsem does not rewrite;
 - attention sinks: the scores also feed a logsumexp (SDPA does not return it);
@@ -359,3 +361,22 @@ class RelativeShiftAttention(nn.Module):
         scores = (matrix_ac + matrix_bd) / math.sqrt(head_dim)
         probs = torch.softmax(scores, dim=-1)
         return torch.matmul(probs, v)  # ok: ATT001
+
+
+class Fp32ScoresAttention(nn.Module):
+    """GPT-J / CodeGen: q and k upcast to fp32 for the scores, v left in its dtype."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.scale_attn = math.sqrt(dim // heads)
+
+    def forward(self, hidden_states):
+        b, t, c = hidden_states.shape
+        q, k, v = self.qkv(hidden_states).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        q = q.to(torch.float32)
+        k = k.to(torch.float32)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / self.scale_attn
+        probs = scores.softmax(dim=-1).to(v.dtype)
+        return torch.matmul(probs, v)  # expect: ATT001

@@ -81,6 +81,10 @@ TEST_F(AttentionFix, FixesComputeTheSameNumbers) {
       {"ReassignedMaskAttention",
        "out = F.scaled_dot_product_attention(query_layer, key_layer, value_layer, attn_mask=attention_mask)"},
       {"UnscaledT5Attention", "out = F.scaled_dot_product_attention(q, k, v, scale=1.0)"},
+      {"Fp32ScoresAttention",
+       "out = F.scaled_dot_product_attention(q, k, v, scale=1 / self.scale_attn)  # q and k are upcast to float32 for "
+       "the scores and v is not: SDPA needs one dtype, so pass q and k in v's dtype (its kernels accumulate q\u00b7k "
+       "and the softmax in fp32) or upcast v too; the numbers then differ from this code's in the last bits"},
       {"PaddingMaskAttention", "out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask != 0)"},
       {"CanineStyleAttention",
        "out = F.scaled_dot_product_attention(query_layer, key_layer, value_layer, "
