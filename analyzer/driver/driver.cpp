@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <thread>
@@ -62,6 +63,13 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
   for (const std::string& kind : options.keep_contexts) e.key += ";keep=" + kind;
   // A modular source's findings depend on the file generated from it (context_usage.h).
   if (auto generated = python::generated_sibling(path)) e.key += ";generated=" + *generated;
+  // A modeling file's off-by-default facts depend on its configuration file's defaults.
+  if (auto config = python::configuration_sibling(path)) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(*config, ec);
+    auto time = std::filesystem::last_write_time(*config, ec).time_since_epoch().count();
+    e.key += ";config=" + *config + ":" + std::to_string(ec ? 0 : size) + ":" + std::to_string(ec ? 0 : time);
+  }
   return e;
 }
 

@@ -32,25 +32,6 @@ namespace fs = std::filesystem;
 bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row + 1); }
 
-// Whether the first bytes of `file` are a generated-file header naming `source` (a file
-// name such as modular_llama.py) as the file it was generated from.
-bool header_names(const fs::path& file, std::string_view source) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return false;
-  std::string head(2048, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  size_t at = head.find("generated from");
-  if (at == std::string::npos) return false;
-  for (size_t p = head.find(source, at); p != std::string::npos; p = head.find(source, p + 1)) {
-    char before = head[p - 1];  // p > at >= 0, so p - 1 is in range
-    size_t end = p + source.size();
-    bool word_end = end >= head.size() || !(std::isalnum(static_cast<unsigned char>(head[end])) || head[end] == '_');
-    if ((before == '/' || before == ' ' || before == '\\' || before == '`') && word_end) return true;
-  }
-  return false;
-}
-
 struct Span {
   uint32_t begin = 0, end = 0;
   bool holds(uint32_t b) const { return b >= begin && b < end; }
@@ -83,6 +64,7 @@ class UsageStage {
     dead_helpers();
     if (contains(src_, "use_experts_implementation")) expert_fallbacks();
     cold_call_sites();
+    off_by_default();
   }
 
  private:
@@ -624,6 +606,70 @@ class UsageStage {
     }
   }
 
+  // ------------------------------------------------------------ off by default
+
+  // A module class every construction of which in this file sits under a configuration
+  // flag that the model's configuration file (configuration_X.py beside modeling_X.py)
+  // turns off by default runs only for non-default configurations: `unused`.
+  void off_by_default() {
+    if (classes_.empty()) return;
+    auto config_path = configuration_sibling(path_);
+    if (!config_path) return;
+    std::string config;
+    {
+      std::ifstream in(*config_path, std::ios::binary);
+      if (!in) return;
+      config.resize(1 << 20);
+      in.read(config.data(), static_cast<std::streamsize>(config.size()));
+      config.resize(static_cast<size_t>(in.gcount()));
+    }
+    std::string config_name = fs::path(*config_path).filename().string();
+    for (const ClassDef& c : classes_) {
+      if (contains(c.name, ".") || !function_named(c.name + ".forward")) continue;
+      std::vector<TSNode> uses;
+      for (TSNode id : identifiers(c.name))
+        if (!c.span.holds(ts_node_start_byte(id))) uses.push_back(id);
+      if (uses.empty()) continue;
+      std::string why;
+      bool all = true;
+      for (TSNode id : uses) {
+        TSNode call = ts_node_parent(id);
+        if (ts_node_is_null(call) || sym(call) != S.call || !ts_node_eq(field(call, S.f_function), id)) {
+          all = false;
+          break;
+        }
+        // The nearest guard: an `if` whose consequence holds the call, or a conditional
+        // expression whose true arm is the call.
+        std::string flag;
+        bool getattr_form = false;
+        for (TSNode n = call, p = ts_node_parent(call); !ts_node_is_null(p); n = p, p = ts_node_parent(p)) {
+          TSSymbol k = sym(p);
+          if (k == S.function_definition || k == S.class_definition) break;
+          TSNode cond{};
+          if (k == S.if_statement && ts_node_eq(field(p, S.f_consequence), n)) cond = field(p, S.f_condition);
+          else if (k == S.conditional_expression && ts_node_named_child_count(p) == 3 &&
+                   ts_node_eq(ts_node_named_child(p, 0), n))
+            cond = ts_node_named_child(p, 1);
+          if (ts_node_is_null(cond)) continue;
+          std::string_view t = text(cond);
+          flag = config_flag(t);
+          getattr_form = t.starts_with("getattr(");
+          break;
+        }
+        std::optional<std::string> off = flag.empty() ? std::nullopt : false_default(config, flag, getattr_form);
+        if (!off) {
+          all = false;
+          break;
+        }
+        if (why.empty()) why = "`" + flag + "`" + off->substr(off->find('`', 1) + 1) + " in " + config_name;
+      }
+      if (!all || why.empty()) continue;
+      set_fact(c.name, "unused",
+               "off by default: `" + c.name + "` is built only when the configuration turns it on, and " + why +
+                   ": the default configuration never runs it (only checkpoints that turn it on do)");
+    }
+  }
+
   bool function_named(const std::string& name) const {
     return std::any_of(out_.functions.begin(), out_.functions.end(), [&](const ir::Function& f) { return f.name == name; });
   }
@@ -670,26 +716,6 @@ class UsageStage {
 };
 
 }  // namespace
-
-std::optional<std::string> generated_sibling(std::string_view path) {
-  std::error_code ec;
-  fs::path p{std::string(path)};
-  std::string base = p.filename().string();
-  if (!base.starts_with("modular_") || !base.ends_with(".py") || base.size() <= 11) return std::nullopt;
-  std::string stem = base.substr(8);  // X.py
-  fs::path dir = p.parent_path();
-  if (dir.empty()) dir = ".";
-  fs::path modeling = dir / ("modeling_" + stem);
-  if (fs::is_regular_file(modeling, ec) && header_names(modeling, base)) return modeling.string();
-  // Modular sources may generate only other files (processing, configuration).
-  int seen = 0;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end && seen < 256; it.increment(ec), ++seen) {
-    std::string name = it->path().filename().string();
-    if (name == base || !name.ends_with("_" + stem) || name.starts_with("modular_")) continue;
-    if (it->is_regular_file(ec) && header_names(it->path(), base)) return it->path().string();
-  }
-  return std::nullopt;
-}
 
 void add_usage_facts(const SourceFile& file, TSNode root, ir::Module& out) { UsageStage(file, root, out).run(); }
 

@@ -330,5 +330,61 @@ __all__ = ["Model", "Exported"]
   EXPECT_EQ(fact(function(plain, "copied_helper"), "unused"), "");
 }
 
+// A block built only under a configuration flag that configuration_X.py turns off by
+// default never runs in the default model; one built unconditionally, or under a flag
+// that defaults on, does.
+TEST(PythonContextUsage, BlocksBuiltOnlyUnderFlagsOffByDefaultAreUnused) {
+  test_support::TempDir dir;
+  dir.write("toy/configuration_toy.py",
+            "class ToyConfig:\n"
+            "    use_swiglu: bool = False\n"
+            "    use_bias: bool = True\n"
+            "    def __init__(self, use_gated=False, hidden_size=64):\n"
+            "        self.use_gated = use_gated\n");
+  const char* code = R"(
+import torch
+from torch import nn
+class SwiGLU(nn.Module):
+    def forward(self, x):
+        return x
+class Gated(nn.Module):
+    def forward(self, x):
+        return x
+class Adapter(nn.Module):
+    def forward(self, x):
+        return x
+class Biased(nn.Module):
+    def forward(self, x):
+        return x
+class Plain(nn.Module):
+    def forward(self, x):
+        return x
+class Layer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        if config.use_swiglu:
+            self.mlp = SwiGLU()
+        else:
+            self.mlp = Plain()
+        self.gate = Gated() if self.config.use_gated else None
+        if getattr(config, "adapter_dim", None) is not None:
+            self.adapter = Adapter()
+        if config.use_bias:
+            self.biased = Biased()
+)";
+  std::string modeling = dir.write("toy/modeling_toy.py", code);
+  ASSERT_TRUE(python::configuration_sibling(modeling));
+  ir::Module m = python::build_ir(SourceFile{modeling, code});
+  EXPECT_NE(fact(function(m, "SwiGLU.forward"), "unused").find("`use_swiglu` defaults to False in configuration_toy.py"),
+            std::string::npos);
+  EXPECT_NE(fact(function(m, "Gated.forward"), "unused").find("`use_gated` defaults to False"), std::string::npos);
+  EXPECT_NE(fact(function(m, "Adapter.forward"), "unused").find("not a field of the configuration"), std::string::npos);
+  EXPECT_EQ(fact(function(m, "Biased.forward"), "unused"), "");  // defaults to True
+  EXPECT_EQ(fact(function(m, "Plain.forward"), "unused"), "");   // the else branch: the default
+  // Without the configuration file beside it, nothing is known about the defaults.
+  std::string alone = dir.write("alone/modeling_toy.py", code);
+  EXPECT_EQ(fact(function(python::build_ir(SourceFile{alone, code}), "SwiGLU.forward"), "unused"), "");
+}
+
 }  // namespace
 }  // namespace mlsem
