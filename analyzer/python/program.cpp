@@ -5,7 +5,6 @@
 // anything on a GPU. docs/IR.md lists the attributes.
 #include "python/program.h"
 
-#include <cctype>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,13 +148,18 @@ void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root,
   }
 }
 
-// Whether the file reads gradients through `.grad` (not `.grad_fn`, `.gradient`): such
-// code may see None after zero_grad(set_to_none=True) where it saw zeros before.
-bool reads_grad(std::string_view t) {
-  for (size_t i = t.find(".grad"); i != std::string_view::npos; i = t.find(".grad", i + 1)) {
-    size_t e = i + 5;
-    char c = e < t.size() ? t[e] : ' ';
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return true;
+// Whether the code reads gradients through `.grad` (an attribute named `grad`, not
+// `.grad_fn`, and not text in comments or strings): such code may see None after
+// zero_grad(set_to_none=True) where it saw zeros before.
+bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
+  std::vector<TSNode> stack{root};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (ts_node_symbol(n) == S.attribute && text_of(f, ts_node_child_by_field_id(n, S.f_attribute)) == "grad")
+      return true;
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
   }
   return false;
 }
@@ -166,7 +170,7 @@ bool reads_grad(std::string_view t) {
 // `.grad` anywhere (`reads_grad`). Test files are skipped.
 void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
   if (test_path(file.path) || !contains(file.text, "zero_grad(")) return;
-  bool grads_read = reads_grad(file.text);
+  bool grads_read = reads_grad(S, file, root);
   std::vector<TSNode> stack{root};
   while (!stack.empty()) {
     TSNode n = stack.back();
