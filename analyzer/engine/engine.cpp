@@ -319,7 +319,11 @@ std::optional<std::string> render_rewrite(const std::vector<FixPiece>& pieces, c
         bool via_commutative = false, ambiguous = false, attribute = false;
         ref_node(p.ref, view, m, commutative, via_commutative, ambiguous, attribute);
         std::optional<std::string> v = lookup_ref(p.ref, view, m, source);
-        if (!v || v->empty() || ambiguous || attribute || p.ref.label == "function") return std::nullopt;
+        // An attribute is not code, except `receiver`: the frontend records it as the
+        // receiver's source text (`opt` of `opt.zero_grad(...)`), checked below like any value.
+        bool code_attribute = attribute && !p.ref.path.empty() && p.ref.path.back() == "receiver";
+        if (!v || v->empty() || ambiguous || (attribute && !code_attribute) || p.ref.label == "function")
+          return std::nullopt;
         bool plain = plain_value(*v);
         size_t seen = occurrences(expr, squeezed(*v));
         if (seen == 0 || (via_commutative && !plain) || (!plain && seen != 1)) return std::nullopt;

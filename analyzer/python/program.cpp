@@ -148,11 +148,71 @@ void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root,
   }
 }
 
+// Whether the code reads gradients through `.grad` (an attribute named `grad`, not
+// `.grad_fn`, and not text in comments or strings): such code may see None after
+// zero_grad(set_to_none=True) where it saw zeros before.
+bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
+  std::vector<TSNode> stack{root};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (ts_node_symbol(n) == S.attribute && text_of(f, ts_node_child_by_field_id(n, S.f_attribute)) == "grad")
+      return true;
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
+  }
+  return false;
+}
+
+// `x.zero_grad(...)` calls (an optimizer's or a module's): a `zero_grad` node each, in the
+// innermost function holding it, with its `set_to_none` argument as written (keyword or
+// first positional; empty when absent), the receiver's text, and whether the file reads
+// `.grad` anywhere (`reads_grad`). Test files are skipped.
+void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  if (test_path(file.path) || !contains(file.text, "zero_grad(")) return;
+  bool grads_read = reads_grad(S, file, root);
+  std::vector<TSNode> stack{root};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
+    if (ts_node_symbol(n) != S.call) continue;
+    std::string_view callee = text_of(file, ts_node_child_by_field_id(n, S.f_function));
+    if (callee.size() <= 10 || callee.substr(callee.size() - 10) != ".zero_grad") continue;
+    TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
+    if (ts_node_is_null(args)) continue;
+    std::string set_to_none = keyword(S, file, args, "set_to_none");
+    if (set_to_none == "**") continue;
+    if (set_to_none.empty() && ts_node_named_child_count(args) > 0) {
+      TSNode first = ts_node_named_child(args, 0);
+      TSSymbol k = ts_node_symbol(first);
+      if (k == S.list_splat) continue;  // *args: anything may be passed
+      if (k != S.keyword_argument) set_to_none = std::string(text_of(file, first));
+    }
+    Range r = range_of(n);
+    ir::Function* home = nullptr;
+    for (ir::Function& fn : out.functions)
+      if (fn.range.begin_byte <= r.begin_byte && r.end_byte <= fn.range.end_byte &&
+          (!home || fn.range.end_byte - fn.range.begin_byte < home->range.end_byte - home->range.begin_byte))
+        home = &fn;
+    if (!home) continue;
+    ir::Node node;
+    node.op = "zero_grad";
+    node.range = r;
+    node.attrs["receiver"] = std::string(callee.substr(0, callee.size() - 10));
+    node.attrs["set_to_none"] = set_to_none;
+    if (grads_read) node.attrs["reads_grad"] = true;
+    home->nodes.push_back(std::move(node));
+  }
+}
+
 }  // namespace
 
 void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   const Syntax& S = Syntax::get();
   annotate_data_loaders(S, file, root, out);
+  annotate_zero_grads(S, file, root, out);
   bool any_sync = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";

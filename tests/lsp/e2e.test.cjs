@@ -526,3 +526,51 @@ test('no rewrite in a file that does not import torch, nor for a value the rewri
   }
   assert.equal(await c.close(), 0);
 });
+
+// TRN001 (a preview rule, selected by name in the workspace's pyproject.toml): zero_grad(set_to_none=False)
+// is rewritten to zero_grad() where the file reads no .grad, and only reported where it does.
+const ZERO_GRAD = [
+  'import torch',
+  'import torch.nn.functional as F',
+  '',
+  '',
+  'def train(model, loader, optimizer):',
+  '    for x, y in loader:',
+  '        optimizer.zero_grad(set_to_none=False)',
+  '        F.cross_entropy(model(x), y).backward()',
+  '        optimizer.step()',
+  '',
+].join('\n');
+
+test('zero_grad(set_to_none=False): the quick fix writes zero_grad(), re-analysis drops the finding; none where .grad is read', async (t) => {
+  const root = tempWorkspace();
+  fs.writeFileSync(path.join(root, 'pyproject.toml'), '[tool.mlsem]\nselect = ["TRN001"]\n');
+  const c = new Client(t);
+  await c.initialize(capabilitiesFor('utf-16'), { rootUri: uriOf(root) });
+  const uri = uriOf(path.join(root, 'train.py'));
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: ZERO_GRAD } });
+  const diags = await c.diagnostics(uri, 1);
+  const d = diags.find((x) => x.code === 'TRN001');
+  assert.ok(d, JSON.stringify(diags));
+  assert.equal(d.range.start.line, 6);
+  const actions = await c.request('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
+  const fix = actions.find((a) => a.kind === 'quickfix' && a.isPreferred);
+  assert.ok(fix, JSON.stringify(actions.map((a) => a.title)));
+  const edits = fix.edit.changes[uri];
+  assert.equal(edits.length, 1);
+  assert.deepEqual(edits[0].range, rangeOf(ZERO_GRAD, 'optimizer.zero_grad(set_to_none=False)', 'utf-16'));
+  assert.equal(edits[0].newText, 'optimizer.zero_grad()');
+  const text = applyEdits(ZERO_GRAD, edits, 'utf-16');
+  await c.notify('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text }] });
+  assert.deepEqual((await c.diagnostics(uri, 2)).filter((x) => x.code === 'TRN001'), []);
+
+  // The same loop clipping p.grad by hand: reported, no rewrite.
+  const reads = ZERO_GRAD.replace('        optimizer.step()', '        for p in model.parameters():\n            p.grad.clamp_(-1, 1)\n        optimizer.step()');
+  const uri2 = uriOf(path.join(root, 'clip.py'));
+  await c.notify('textDocument/didOpen', { textDocument: { uri: uri2, languageId: 'python', version: 1, text: reads } });
+  const d2 = (await c.diagnostics(uri2, 1)).find((x) => x.code === 'TRN001');
+  assert.ok(d2, 'still reported where .grad is read');
+  const actions2 = await c.request('textDocument/codeAction', { textDocument: { uri: uri2 }, range: d2.range, context: { diagnostics: [d2] } });
+  assert.deepEqual(actions2.filter((a) => a.title.startsWith('Replace')).map((a) => a.title), []);
+  assert.equal(await c.close(), 0);
+});
