@@ -81,21 +81,7 @@ class ContextStage {
   std::string_view text(TSNode n) const { return text_of(n, src_); }
   TSSymbol sym(TSNode n) const { return ts_node_symbol(n); }
 
-  // Named children but comments, through a cursor (ts_node_named_child(i) walks from
-  // the first child: quadratic over a wide module).
-  std::vector<TSNode> named(TSNode n) const {
-    std::vector<TSNode> out;
-    if (ts_node_is_null(n) || ts_node_child_count(n) == 0) return out;
-    TSTreeCursor c = ts_tree_cursor_new(n);
-    if (ts_tree_cursor_goto_first_child(&c)) {
-      do {
-        TSNode child = ts_tree_cursor_current_node(&c);
-        if (ts_node_is_named(child) && sym(child) != S.comment) out.push_back(child);
-      } while (ts_tree_cursor_goto_next_sibling(&c));
-    }
-    ts_tree_cursor_delete(&c);
-    return out;
-  }
+  std::vector<TSNode> named(TSNode n) const { return named_children(n, S.comment); }
 
   ir::Function* function(const std::string& name) {
     auto it = fn_index_.find(name);

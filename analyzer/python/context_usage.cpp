@@ -82,19 +82,7 @@ class UsageStage {
   std::string_view text(TSNode n) const { return text_of(n, src_); }
   TSSymbol sym(TSNode n) const { return ts_node_symbol(n); }
 
-  std::vector<TSNode> named(TSNode n) const {
-    std::vector<TSNode> out;
-    if (ts_node_is_null(n) || ts_node_child_count(n) == 0) return out;
-    TSTreeCursor c = ts_tree_cursor_new(n);
-    if (ts_tree_cursor_goto_first_child(&c)) {
-      do {
-        TSNode child = ts_tree_cursor_current_node(&c);
-        if (ts_node_is_named(child) && sym(child) != S.comment) out.push_back(child);
-      } while (ts_tree_cursor_goto_next_sibling(&c));
-    }
-    ts_tree_cursor_delete(&c);
-    return out;
-  }
+  std::vector<TSNode> named(TSNode n) const { return named_children(n, S.comment); }
 
   void set_fact(const std::string& name, const char* kind, const std::string& why) {
     std::string prefix = name + ".";

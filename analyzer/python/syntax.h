@@ -59,6 +59,22 @@ inline Range range_of(TSNode n) {
 
 inline TSNode field(TSNode n, TSFieldId id) { return ts_node_child_by_field_id(n, id); }
 
+// The named children of `n` but comments, through a cursor (ts_node_named_child(i) walks
+// from the first child: quadratic over a wide module).
+inline std::vector<TSNode> named_children(TSNode n, TSSymbol comment) {
+  std::vector<TSNode> out;
+  if (ts_node_is_null(n) || ts_node_child_count(n) == 0) return out;
+  TSTreeCursor c = ts_tree_cursor_new(n);
+  if (ts_tree_cursor_goto_first_child(&c)) {
+    do {
+      TSNode child = ts_tree_cursor_current_node(&c);
+      if (ts_node_is_named(child) && ts_node_symbol(child) != comment) out.push_back(child);
+    } while (ts_tree_cursor_goto_next_sibling(&c));
+  }
+  ts_tree_cursor_delete(&c);
+  return out;
+}
+
 // Iterates children through a cursor: ts_node_child(i) walks from the first child,
 // so indexing a wide node (a module of 10,000 statements) would be quadratic.
 class Children {
