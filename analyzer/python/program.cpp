@@ -5,6 +5,7 @@
 // anything on a GPU. docs/IR.md lists the attributes.
 #include "python/program.h"
 
+#include <cctype>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +93,41 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
 }
 
 
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Each whole-word occurrence of `name` in the text that the tree says is a call's callee
+// (`name(...)` or `x.name(...)`), with the callee's text. Found from the text and resolved
+// in the tree, so comments and strings don't count, and a file is not walked node by node.
+template <class F>
+void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string_view name, F&& visit) {
+  std::string_view t = f.text;
+  for (size_t at = t.find(name); at != std::string_view::npos; at = t.find(name, at + name.size())) {
+    if ((at > 0 && word_char(t[at - 1])) || (at + name.size() < t.size() && word_char(t[at + name.size()])))
+      continue;
+    TSNode id = ts_node_named_descendant_for_byte_range(root, at, at + name.size());
+    if (ts_node_symbol(id) != S.identifier || ts_node_start_byte(id) != at) continue;
+    TSNode callee = id, p = ts_node_parent(id);
+    if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute) {
+      if (!ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id)) continue;
+      callee = p;
+      p = ts_node_parent(p);
+    }
+    if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(ts_node_child_by_field_id(p, S.f_function), callee))
+      continue;
+    visit(p, text_of(f, callee));
+  }
+}
+
+// The innermost IR function whose range holds `r`, or null.
+ir::Function* home_of(ir::Module& out, const Range& r) {
+  ir::Function* home = nullptr;
+  for (ir::Function& fn : out.functions)
+    if (fn.range.begin_byte <= r.begin_byte && r.end_byte <= fn.range.end_byte &&
+        (!home || fn.range.end_byte - fn.range.begin_byte < home->range.end_byte - home->range.begin_byte))
+      home = &fn;
+  return home;
+}
+
 // Keyword argument `name=` of a call's argument list: its text, empty when absent;
 // "**" when the call passes **kwargs (anything may be set).
 std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name) {
@@ -118,26 +154,15 @@ void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root,
         trains |= t != r.attrs.end() && std::get_if<bool>(&t->second) && std::get<bool>(t->second);
       }
   if (!trains) return;
-  std::vector<TSNode> stack{root};
-  while (!stack.empty()) {
-    TSNode n = stack.back();
-    stack.pop_back();
-    uint32_t count = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
-    if (ts_node_symbol(n) != S.call) continue;
-    std::string_view callee = text_of(file, ts_node_child_by_field_id(n, S.f_function));
-    if (callee != "DataLoader" && !(callee.size() > 11 && callee.substr(callee.size() - 11) == ".DataLoader")) continue;
+  each_call_to(S, file, root, "DataLoader", [&](TSNode n, std::string_view callee) {
+    if (callee != "DataLoader" && !(callee.size() > 11 && callee.substr(callee.size() - 11) == ".DataLoader")) return;
     TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
-    if (ts_node_is_null(args)) continue;
+    if (ts_node_is_null(args)) return;
     std::string workers = keyword(S, file, args, "num_workers"), pin = keyword(S, file, args, "pin_memory");
-    if (workers == "**" || pin == "**") continue;
+    if (workers == "**" || pin == "**") return;
     Range r = range_of(n);
-    ir::Function* home = nullptr;
-    for (ir::Function& fn : out.functions)
-      if (fn.range.begin_byte <= r.begin_byte && r.end_byte <= fn.range.end_byte &&
-          (!home || fn.range.end_byte - fn.range.begin_byte < home->range.end_byte - home->range.begin_byte))
-        home = &fn;
-    if (!home) continue;
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
     ir::Node node;
     node.op = "data_loader";
     node.range = r;
@@ -145,21 +170,21 @@ void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root,
     if (workers.empty() || workers == "0") node.attrs["no_workers"] = true;
     if (pin.empty() || pin == "False") node.attrs["no_pin_memory"] = true;
     home->nodes.push_back(std::move(node));
-  }
+  });
 }
 
 // Whether the code reads gradients through `.grad` (an attribute named `grad`, not
 // `.grad_fn`, and not text in comments or strings): such code may see None after
 // zero_grad(set_to_none=True) where it saw zeros before.
 bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
-  std::vector<TSNode> stack{root};
-  while (!stack.empty()) {
-    TSNode n = stack.back();
-    stack.pop_back();
-    if (ts_node_symbol(n) == S.attribute && text_of(f, ts_node_child_by_field_id(n, S.f_attribute)) == "grad")
+  std::string_view t = f.text;
+  for (size_t at = t.find(".grad"); at != std::string_view::npos; at = t.find(".grad", at + 5)) {
+    if (at + 5 < t.size() && word_char(t[at + 5])) continue;
+    TSNode id = ts_node_named_descendant_for_byte_range(root, at + 1, at + 5);
+    if (ts_node_symbol(id) != S.identifier) continue;
+    TSNode p = ts_node_parent(id);
+    if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id))
       return true;
-    uint32_t count = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
   }
   return false;
 }
@@ -171,32 +196,21 @@ bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
 void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
   if (test_path(file.path) || !contains(file.text, "zero_grad(")) return;
   bool grads_read = reads_grad(S, file, root);
-  std::vector<TSNode> stack{root};
-  while (!stack.empty()) {
-    TSNode n = stack.back();
-    stack.pop_back();
-    uint32_t count = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < count; ++i) stack.push_back(ts_node_named_child(n, i));
-    if (ts_node_symbol(n) != S.call) continue;
-    std::string_view callee = text_of(file, ts_node_child_by_field_id(n, S.f_function));
-    if (callee.size() <= 10 || callee.substr(callee.size() - 10) != ".zero_grad") continue;
+  each_call_to(S, file, root, "zero_grad", [&](TSNode n, std::string_view callee) {
+    if (callee.size() <= 10 || callee.substr(callee.size() - 10) != ".zero_grad") return;
     TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
-    if (ts_node_is_null(args)) continue;
+    if (ts_node_is_null(args)) return;
     std::string set_to_none = keyword(S, file, args, "set_to_none");
-    if (set_to_none == "**") continue;
+    if (set_to_none == "**") return;
     if (set_to_none.empty() && ts_node_named_child_count(args) > 0) {
       TSNode first = ts_node_named_child(args, 0);
       TSSymbol k = ts_node_symbol(first);
-      if (k == S.list_splat) continue;  // *args: anything may be passed
+      if (k == S.list_splat) return;  // *args: anything may be passed
       if (k != S.keyword_argument) set_to_none = std::string(text_of(file, first));
     }
     Range r = range_of(n);
-    ir::Function* home = nullptr;
-    for (ir::Function& fn : out.functions)
-      if (fn.range.begin_byte <= r.begin_byte && r.end_byte <= fn.range.end_byte &&
-          (!home || fn.range.end_byte - fn.range.begin_byte < home->range.end_byte - home->range.begin_byte))
-        home = &fn;
-    if (!home) continue;
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
     ir::Node node;
     node.op = "zero_grad";
     node.range = r;
@@ -204,7 +218,7 @@ void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, i
     node.attrs["set_to_none"] = set_to_none;
     if (grads_read) node.attrs["reads_grad"] = true;
     home->nodes.push_back(std::move(node));
-  }
+  });
 }
 
 }  // namespace
