@@ -242,6 +242,24 @@ class UsageStage {
 
   // ------------------------------------------------------------ dead helpers
 
+  // Whether a word of some decorator's text is the name of a module-level function.
+  bool decorator_names_a_function() const {
+    for (const Span& d : decorators_) {
+      std::string_view t = src_.substr(d.begin, d.end - d.begin);
+      for (size_t i = 0; i < t.size();) {
+        if (!word_byte(static_cast<unsigned char>(t[i]))) {
+          ++i;
+          continue;
+        }
+        size_t j = i;
+        while (j < t.size() && word_byte(static_cast<unsigned char>(t[j]))) ++j;
+        if (top_index_.count(std::string(t.substr(i, j - i)))) return true;
+        i = j;
+      }
+    }
+    return false;
+  }
+
   // Whether the file says it was generated from a transformers modular source. Such a
   // file's code is copied from the modular sources with everything it depends on, and
   // other models copy rather than import it: what it never mentions is an artifact.
@@ -259,6 +277,9 @@ class UsageStage {
     bool generated = generated_file();
     if (generated) unused_classes();
     if (top_.empty()) return;
+    // Outside a generated file a function is dead only if some function is named in a
+    // decorator: when none is, nothing below can mark one, and no mention need be found.
+    if (!generated && !decorator_names_a_function()) return;
     for (size_t fi = 0; fi < top_.size(); ++fi) {
       TopFunction& f = top_[fi];
       for (TSNode id : identifiers(f.name)) {
