@@ -194,6 +194,9 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
 
   // Diagnostics go to the module only: no "N errors generated" on stderr.
   invocation->getDiagnosticOpts().ShowCarets = false;
+  // The driver asks for -disable-free (a compiler exits after one file); a server and a
+  // many-file run must free each file's AST, Sema and preprocessor.
+  invocation->getFrontendOpts().DisableFree = false;
   std::unique_ptr<llvm::MemoryBuffer> main_buffer;
   std::shared_ptr<clang::PrecompiledPreamble> preamble;
   if (toolkit) {
