@@ -10,7 +10,8 @@ pkgs=(g++ cmake ninja-build pkg-config git
       python3-jsonschema
       clang-22 libclang-cpp22-dev libclang-22-dev llvm-22-dev
       libclang-rt-22-dev  # Clang's sanitizer and libFuzzer runtimes: scripts/sanitize.sh, fuzz/
-      graphviz)  # graphviz: `mlsem learn -o path.svg` and its test
+      graphviz  # graphviz: `mlsem learn -o path.svg` and its test
+      neovim)   # neovim: the LSP test with Neovim's own client (tests/lsp/nvim.test.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
