@@ -5,6 +5,8 @@
 // Linear's output features, a matmul's contracted axis).
 #include "python/axes.h"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -67,7 +69,6 @@ std::vector<std::string> split_top(std::string_view s) {
 bool any_word(std::string_view t, std::initializer_list<std::string_view> words) {
   return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return t == w; });
 }
-bool contains(std::string_view t, std::string_view part) { return t.find(part) != std::string_view::npos; }
 
 AxisRole role_of_name(std::string_view n) {
   if (n.empty()) return AxisRole::kUnknown;

@@ -8,6 +8,8 @@
 // adds attributes. Files without the trigger words cost one substring search each.
 #include "python/context.h"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -29,7 +31,6 @@ std::string lower_case(std::string_view s) {
 
 std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row + 1); }
 
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 
 
 // A fused attention call: an `sdpa` node, or a call into flash-attention / xformers.

@@ -12,6 +12,8 @@
 // attributes.
 #include "python/context_usage.h"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -29,7 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row + 1); }
 
 struct Span {

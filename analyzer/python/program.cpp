@@ -5,6 +5,8 @@
 // anything on a GPU. docs/IR.md lists the attributes.
 #include "python/program.h"
 
+#include "core/text.h"
+
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -15,7 +17,6 @@
 namespace mlsem::python {
 namespace {
 
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 
 std::string_view text_of(const SourceFile& f, TSNode n) {
   uint32_t b = ts_node_start_byte(n), e = ts_node_end_byte(n);
