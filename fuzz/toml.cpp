@@ -17,8 +17,19 @@ namespace fs = std::filesystem;
 namespace mlsem::fuzz {
 namespace {
 
+// The scratch directory, removed by its owner's destructor at exit. (An atexit handler
+// registered while the static was being built ran after the static was destroyed and
+// removed nothing: every run left its directory behind.)
+struct Scratch {
+  fs::path root;
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+};
+
 const fs::path& scratch() {
-  static const fs::path root = [] {
+  static const Scratch owner{[] {
     fs::path base = fs::temp_directory_path() / ("mlsem-fuzz-toml-" + std::to_string(getpid()));
     fs::remove_all(base);
     const fs::path src = source_dir();
@@ -35,10 +46,9 @@ const fs::path& scratch() {
         fs::create_directories(to.parent_path());
         fs::create_symlink(e.path(), to);
       }
-    std::atexit([] { std::error_code ec; fs::remove_all(scratch(), ec); });
     return base;
-  }();
-  return root;
+  }()};
+  return owner.root;
 }
 
 void write(const fs::path& file, std::string_view text) {
