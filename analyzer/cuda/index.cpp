@@ -158,4 +158,38 @@ int64_t bank_conflict_ways_min(const Poly& word_stride, int64_t elem_bytes) {
   return bank_conflict_ways(word_stride.content(), elem_bytes);
 }
 
+namespace {
+
+// A symbol of the lowering that moves with the thread, the block or a loop: a builtin
+// (threadIdx.x), an opaque term ({blockIdx.z % ne2}), a loop iteration (i'), a variable
+// assigned in a loop (v~). Anything else is a kernel parameter or a global.
+bool index_symbol(const std::string& s) {
+  return s.find('.') != std::string::npos || s.starts_with('{') || s.ends_with('\'') || s.ends_with('~') ||
+         s.starts_with('@');
+}
+bool thread_or_block_symbol(const std::string& s) { return s.find('.') != std::string::npos || s.starts_with('{'); }
+
+}  // namespace
+
+bool runtime_strides(const Poly& elements, const Poly& lane) {
+  const auto& lane_terms = lane.terms();
+  if (lane_terms.size() != 1 || lane_terms.begin()->second != 1 || lane_terms.begin()->first.size() != 1) return false;
+  const std::string& lane_param = lane_terms.begin()->first.front();
+  if (index_symbol(lane_param)) return false;
+  std::set<std::string> strides;
+  for (const auto& [monomial, coefficient] : elements.terms()) {
+    std::vector<std::string> index, params;
+    for (const std::string& s : monomial) (index_symbol(s) ? index : params).push_back(s);
+    if (index.empty()) continue;          // a constant offset (lp0*s00)
+    if (params.empty()) return false;     // an index walking at unit stride: a real layout
+    bool thread_term = std::any_of(index.begin(), index.end(), thread_or_block_symbol);
+    bool loop_term = std::any_of(index.begin(), index.end(), [](const std::string& s) { return s.ends_with('\''); });
+    if (thread_term && !loop_term) {
+      if (params.size() != 1) return false;  // a product of sizes (b*T*C): an outer dimension's extent
+      strides.insert(params.front());
+    }
+  }
+  return strides.size() >= 3 && strides.count(lane_param);
+}
+
 }  // namespace mlsem::cuda

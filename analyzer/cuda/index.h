@@ -67,6 +67,14 @@ struct LaneStride {
 };
 LaneStride lane_stride(const Poly& byte_offset, int64_t elem_bytes, const char* symbol = kThreadX);
 
+// Generic strided-tensor indexing, x[i0*s0 + i1*s1 + i2*s2 (+ ...)]: at least three
+// distinct runtime parameters each multiplying the thread- and block-derived terms of one
+// dimension (one parameter per such term), no index walking memory at unit stride, and
+// the lane's stride (`lane`, in elements) one of those parameters. How far apart a warp's
+// lanes are is then the caller's layout (1 for a contiguous tensor), not the code's.
+// `elements` is the access's offset in elements.
+bool runtime_strides(const Poly& elements, const Poly& lane);
+
 // Ways of a shared-memory bank conflict for an access whose neighbouring lanes are
 // `word_stride` 4-byte words apart, each lane moving elem_bytes (4, 8 or 16; wider
 // accesses are served in 2 or 4 phases of 16 or 8 lanes). 1 = conflict-free.

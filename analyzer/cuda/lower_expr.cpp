@@ -151,6 +151,8 @@ NodeId FunctionLowering::emit_access(const clang::Expr* e, const Pointer& p, boo
         auto len = li.bound.as_constant();
         if (li.bound == *lx.elements && len && *len * elem_bytes <= 64) a["chunk_per_thread"] = true;
       }
+    if (p.space == "global" && !unit_x && !zero_x && elems && runtime_strides(*elems, *lx.elements))
+      a["runtime_strides"] = true;
     if (p.space == "shared" && elem_bytes >= 4) {
       auto lane_bytes = p.byte_offset.coefficient(kThreadX);
       auto words = lane_bytes ? lane_bytes->divide(4) : std::nullopt;

@@ -12,6 +12,9 @@
 // a reduction tree.
 // softmax_cached: the second pass reads the row from shared memory when it was cached
 // there (ggml's cross-entropy); the global read is only the fallback.
+// pad_strided: a generic strided-tensor index (ggml's pad and repeat_back), each
+// dimension's index times its runtime stride: the lanes are s00 elements apart, and s00
+// is 1 for the contiguous tensors callers pass; the layout is the caller's, not the code's.
 // benchmark / step_copies: a loop that records events to time its launches waits on
 // purpose; a device-to-device copy does not make the host wait. train_copy_back waits
 // for the GPU every step.
@@ -40,6 +43,16 @@ void launch_masks(float* dst, const float* x, int nrows, int ncols) {
   mask_rows_y<<<dim3(nrows, (ncols + 255) / 256, 1), along_y>>>(dst, x, ncols);
   const dim3 along_x(256, 1, 1);
   mask_rows_x<<<dim3((nrows + 255) / 256, ncols, 1), along_x>>>(dst, x, ncols);
+}
+
+__global__ void pad_strided(float* __restrict__ dst, const float* __restrict__ src, size_t s00, size_t s01,
+                            size_t s02, int ne0, int ne1, int lp0) {
+  const int i0 = blockIdx.x * blockDim.x + threadIdx.x;
+  const int i1 = blockIdx.y;
+  const int i2 = blockIdx.z;
+  if (i0 >= ne0) return;
+  const size_t dst_idx = (size_t)i2 * ne0 * ne1 + (size_t)i1 * ne0 + i0;
+  dst[dst_idx] = i0 < lp0 ? 0.0f : src[(i0 - lp0) * s00 + i1 * s01 + i2 * s02];  // ok: CU001
 }
 
 __global__ void grad_chunks(float* __restrict__ out, const float* __restrict__ g, int n) {

@@ -65,6 +65,35 @@ TEST(LaneStride, BroadcastAndNonAffine) {
   EXPECT_FALSE(lane_stride(t * sym(kThreadY) * num(4), 4).affine);
 }
 
+TEST(RuntimeStrides, GenericStridedTensorIndexIsTheCallersLayout) {
+  // ggml's pad: src[i03*s03 + i02*s02 + i01*s01 + i00*s00], i00 = global thread id - lp0,
+  // i01 = blockIdx.y, i02 and i03 opaque terms of blockIdx.z.
+  Poly pad = (global_thread_id() - sym("lp0")) * sym("s00") + sym("blockIdx.y") * sym("s01") +
+             sym("{blockIdx.z % ne2}") * sym("s02") + sym("{blockIdx.z / ne2}") * sym("s03");
+  EXPECT_TRUE(runtime_strides(pad, sym("s00")));
+  // ggml's repeat_back: the same inside grid-stride loops (i0 = tid0 + ne0*i0').
+  Poly i0 = global_thread_id() + sym("ne0") * sym("i0'");
+  Poly back = i0 * sym("s00") + (sym("threadIdx.y") + sym("i1'")) * sym("s01") + sym("{tid2}") * sym("s02") +
+              sym("{tid3}") * sym("s03");
+  EXPECT_TRUE(runtime_strides(back, sym("s00")));
+}
+
+TEST(RuntimeStrides, RowLengthsAndUnitWalksAreRealLayouts) {
+  Poly row = global_thread_id();
+  // x[row*C]: one stride only.
+  EXPECT_FALSE(runtime_strides(row * sym("C"), sym("C")));
+  // x[row*C + i'] over a loop: the loop walks the row at unit stride.
+  EXPECT_FALSE(runtime_strides(row * sym("C") + sym("i'") + sym("blockIdx.y") * sym("D") + sym("blockIdx.z") * sym("E"),
+                               sym("C")));
+  // inp[b*T*C + t*C + h*hs] with t the thread: b's term is a product of sizes.
+  Poly attn = sym("blockIdx.y") * sym("T") * sym("C") + row * sym("C") + sym("blockIdx.z") * sym("hs");
+  EXPECT_FALSE(runtime_strides(attn, sym("C")));
+  // Two strides: not enough to call it generic strided-tensor code.
+  EXPECT_FALSE(runtime_strides(row * sym("s0") + sym("blockIdx.y") * sym("s1"), sym("s0")));
+  // A constant lane stride is the code's own.
+  EXPECT_FALSE(runtime_strides(row * num(4) + sym("blockIdx.y") * sym("s1") + sym("blockIdx.z") * sym("s2"), num(4)));
+}
+
 TEST(BankConflicts, ColumnOfTileWithPitch32Or33Floats) {
   // tile[threadIdx.x][c]: neighbouring lanes are one row (pitch words) apart.
   EXPECT_EQ(bank_conflict_ways(32, 4), 32);
