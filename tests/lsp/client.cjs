@@ -7,6 +7,9 @@ const os = require('node:os');
 const path = require('node:path');
 const rpc = require('vscode-jsonrpc/node');
 
+// Sanitized builds run the server several times slower: CMake sets a factor for every wait.
+const TIMEOUT_SCALE = Number(process.env.MLSEM_TEST_TIMEOUT_SCALE || 1);
+
 const BIN = process.env.MLSEM_BIN || path.join(__dirname, '..', '..', 'build', 'mlsem');
 
 // Code units of one code point in an encoding.
@@ -115,6 +118,7 @@ class Client {
 
   // The first event (already seen or future) matching pred; seen events from `since`.
   waitFor(pred, timeoutMs = 10000, since = 0) {
+    timeoutMs *= TIMEOUT_SCALE;
     const seen = this.events.slice(since).find(pred);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {

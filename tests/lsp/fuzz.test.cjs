@@ -8,6 +8,9 @@ const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const { BIN } = require('./client.cjs');
 
+// Sanitized builds run the server several times slower: CMake sets a factor for every wait.
+const TIMEOUT_SCALE = Number(process.env.MLSEM_TEST_TIMEOUT_SCALE || 1);
+
 const MESSAGES = Number(process.env.MLSEM_FUZZ_MESSAGES || 6000);
 const SEED = Number(process.env.MLSEM_FUZZ_SEED || 20261123);
 
@@ -57,6 +60,7 @@ class Raw {
     this.write(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]));
   }
   waitFor(pred, timeoutMs = 20000) {
+    timeoutMs *= TIMEOUT_SCALE;
     const seen = this.messages.find(pred);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {

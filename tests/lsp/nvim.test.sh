@@ -30,6 +30,6 @@ export PATH="$bindir:$PATH" MLSEM_NVIM_SETUP="$work/setup.lua" MLSEM_NVIM_FILE="
   MLSEM_NVIM_LOG="$work/log" HOME="$work" XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache"
 cd "$work"
 status=0
-timeout 180 nvim --headless -u NONE -i NONE -n -c "luafile $repo/tests/lsp/nvim_client.lua" </dev/null || status=$?
+timeout $((180 * ${MLSEM_TEST_TIMEOUT_SCALE:-1})) nvim --headless -u NONE -i NONE -n -c "luafile $repo/tests/lsp/nvim_client.lua" </dev/null || status=$?
 cat "$work/log" 2>/dev/null || echo "no log: Neovim stopped before the test script ran"
 [[ $status -eq 0 ]] && grep -qx ok "$work/log"

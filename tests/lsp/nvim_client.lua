@@ -5,6 +5,7 @@
 -- and the quick fix, applied to the buffer and re-analyzed. Writes a log; exits non-zero
 -- (`cquit`) on the first failure.
 local setup, file, log = os.getenv('MLSEM_NVIM_SETUP'), os.getenv('MLSEM_NVIM_FILE'), os.getenv('MLSEM_NVIM_LOG')
+local scale = tonumber(os.getenv('MLSEM_TEST_TIMEOUT_SCALE') or '1')  -- sanitized builds are slower
 local out = assert(io.open(log, 'w'))
 local function say(fmt, ...)
   out:write(string.format(fmt, ...) .. '\n')
@@ -31,7 +32,7 @@ local function gelus()
     return d.source == 'mlsem' and d.code == 'ACT001'
   end, vim.diagnostic.get(buf))
 end
-check(vim.wait(30000, function() return #gelus() == 2 end, 20),
+check(vim.wait(30000 * scale, function() return #gelus() == 2 end, 20),
   'expected 2 ACT001 diagnostics, got ' .. vim.inspect(vim.diagnostic.get(buf)))
 local client = vim.lsp.get_active_clients()[1]
 check(client and client.name == 'mlsem', 'no mlsem client attached')
@@ -56,7 +57,7 @@ say('diagnostics: ACT001 at 8:%d and 12:%d (byte columns after CJK text and emoj
 -- Hover inside the tanh GELU.
 vim.api.nvim_win_set_cursor(0, { 8, tanh_col + 2 })
 local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
-local res = vim.lsp.buf_request_sync(buf, 'textDocument/hover', params, 10000)
+local res = vim.lsp.buf_request_sync(buf, 'textDocument/hover', params, 10000 * scale)
 local hover = res and res[client.id] and res[client.id].result
 check(hover and hover.contents and hover.contents.value, 'no hover: ' .. vim.inspect(res))
 for _, want in ipairs({ 'ACT001', 'Concept: GELU', 'F%.gelu', 'kernels/bias_gelu' }) do
@@ -68,7 +69,7 @@ say('hover: %d characters of markdown, names the rule, concept, fix and kernel',
 -- diagnostics converted back to LSP form (with the server's `data`).
 local range = vim.lsp.util.make_range_params(0, client.offset_encoding)
 range.context = { diagnostics = vim.lsp.diagnostic.get_line_diagnostics(buf, 7) }
-res = vim.lsp.buf_request_sync(buf, 'textDocument/codeAction', range, 10000)
+res = vim.lsp.buf_request_sync(buf, 'textDocument/codeAction', range, 10000 * scale)
 local actions = res and res[client.id] and res[client.id].result or {}
 local fix
 for _, a in ipairs(actions) do
@@ -82,14 +83,14 @@ check(fixed == '    label = "😀 中文"; return F.gelu(x, approximate="tanh") 
 say('quick fix applied: %s', fixed)
 
 -- Neovim sends the edit as a change; the re-analysis leaves only the erf GELU.
-check(vim.wait(30000, function()
+check(vim.wait(30000 * scale, function()
   local left = gelus()
   return #left == 1 and left[1].lnum == 11
 end, 20), 'after the fix, expected only the erf GELU: ' .. vim.inspect(vim.diagnostic.get(buf)))
 say('re-analyzed: only the erf GELU at line 12 is left')
 
 vim.lsp.stop_client(client.id)
-check(vim.wait(10000, function() return vim.lsp.client_is_stopped(client.id) end, 20), 'the server did not stop')
+check(vim.wait(10000 * scale, function() return vim.lsp.client_is_stopped(client.id) end, 20), 'the server did not stop')
 say('ok')
 out:close()
 vim.cmd('qa!')
