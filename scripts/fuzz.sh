@@ -27,6 +27,9 @@ esac
 log="$dir/fuzz-$target.log"
 nice -n 19 "$bin" "$dir/corpus/$target" "$dir/seeds/$target" "${args[@]}" >"$log" 2>&1 &
 pid=$!
+# With the kernel's autogroups, nice alone does not yield to other sessions' builds:
+# lower the fuzzer's group too.
+echo 19 >"/proc/$pid/autogroup" 2>/dev/null || true
 ticks=$(getconf CLK_TCK)
 while kill -0 "$pid" 2>/dev/null; do
   sleep 5
