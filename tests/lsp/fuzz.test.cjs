@@ -34,6 +34,10 @@ class Raw {
     this.messages = [];
     this.waiters = [];
     this.proc.stdout.on('data', (d) => this.feed(d));
+    // Read the server's stderr (its log, sanitizer reports): a pipe nobody reads fills up
+    // at 64 KB and then blocks the server's next write, a hang that is the test's own.
+    this.stderr = '';
+    this.proc.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
   }
   feed(data) {
     this.buffer = Buffer.concat([this.buffer, data]);
@@ -64,7 +68,7 @@ class Raw {
     const seen = this.messages.find(pred);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no answer in time')), timeoutMs);
+      const timer = setTimeout(() => reject(new Error('no answer in time; the end of stderr: ' + this.stderr)), timeoutMs);
       this.waiters.push({ pred, resolve: (m) => (clearTimeout(timer), resolve(m)) });
     });
   }
