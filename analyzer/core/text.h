@@ -1,10 +1,41 @@
-// Searching source text: one helper for the frontends' passes.
+// Searching source text: the helpers the frontends' passes share.
 #pragma once
 
+#include <cctype>
+#include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace mlsem {
 
 inline bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+// ASCII lower case (names, keywords); other bytes unchanged.
+inline std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A byte that can be part of a Python identifier (letters, digits, `_`, any byte of a
+// UTF-8 sequence).
+inline bool word_byte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
+
+// Byte offsets in [from, to) where `name` stands as a whole word, in order.
+inline std::vector<uint32_t> word_offsets(std::string_view text, std::string_view name, size_t from = 0,
+                                          size_t to = std::string_view::npos) {
+  std::vector<uint32_t> out;
+  if (name.empty()) return out;
+  to = std::min(to, text.size());
+  for (size_t p = text.find(name, from); p != std::string_view::npos && p + name.size() <= to;
+       p = text.find(name, p + 1)) {
+    if (p > 0 && word_byte(static_cast<unsigned char>(text[p - 1]))) continue;
+    size_t e = p + name.size();
+    if (e < text.size() && word_byte(static_cast<unsigned char>(text[e]))) continue;
+    out.push_back(static_cast<uint32_t>(p));
+  }
+  return out;
+}
 
 }  // namespace mlsem

@@ -7,6 +7,8 @@
 // "comparison" in demote_in (the default). No Clang here: this works on the IR alone.
 #include "cuda/context.h"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -16,11 +18,6 @@ namespace {
 std::string simple_name(const std::string& qualified) {
   size_t colon = qualified.rfind("::");
   return colon == std::string::npos ? qualified : qualified.substr(colon + 2);
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 }  // namespace
@@ -37,7 +34,7 @@ std::optional<NumberedName> numbered_name(const std::string& name) {
   size_t letters = word_end;
   while (letters > 0 && std::isalpha(static_cast<unsigned char>(name[letters - 1]))) --letters;
   if (word_end - letters < 3) return std::nullopt;
-  std::string word = lower(name.substr(letters, word_end - letters));
+  std::string word = lower_ascii(name.substr(letters, word_end - letters));
   for (const char* stage : {"stage", "phase", "pass", "step", "part", "level", "round", "split", "half", "chunk"})
     if (word.ends_with(stage)) return std::nullopt;
   return NumberedName{name.substr(0, digits), std::stoi(name.substr(digits))};
@@ -89,7 +86,7 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
     }
   }
   for (const auto& [name, _] : by_name) {
-    std::string l = lower(name);
+    std::string l = lower_ascii(name);
     if (!variant.count(name) && (l.find("naive") != std::string::npos || l.find("baseline") != std::string::npos))
       variant[name] = "named as the naive version (" + name + "), kept to compare faster ones against";
   }

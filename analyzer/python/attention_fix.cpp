@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "python/attention_syntax.h"
+#include "python/attention_trace.h"
 #include "python/syntax.h"
 
 namespace mlsem::python {
@@ -83,7 +84,7 @@ class FixPass : private AttentionSyntax {
   }
 
   std::string approximation(const ir::Function& fn) const {
-    std::string name = lower(fn.name);
+    std::string name = lower_ascii(fn.name);
     if (name.find("nystrom") != std::string::npos || name.find("landmark") != std::string::npos)
       return "a piece of a Nystrom approximation (landmarks and a pseudo-inverse), not exact T×T attention: SDPA "
              "computes something else";
@@ -95,37 +96,12 @@ class FixPass : private AttentionSyntax {
 
   void function(ir::Function& fn) {
     if (std::none_of(fn.nodes.begin(), fn.nodes.end(), [](const ir::Node& n) { return n.op == "softmax"; })) return;
-    std::vector<std::vector<ir::NodeId>> users(fn.nodes.size());
-    for (ir::NodeId i = 0; i < fn.nodes.size(); ++i)
-      for (ir::NodeId in : fn.nodes[i].inputs)
-        if (in < i) users[in].push_back(i);
+    std::vector<std::vector<ir::NodeId>> users = users_of(fn);
     for (ir::NodeId p = 0; p < fn.nodes.size(); ++p) {
-      if (fn.nodes[p].op != "softmax" || fn.nodes[p].inputs.empty()) continue;
-      // Down to the scores, keeping the path.
-      std::map<ir::NodeId, ir::NodeId> down;  // node -> the node above it on the path
-      ir::NodeId s = ir::kNoNode;
-      std::vector<ir::NodeId> todo{fn.nodes[p].inputs[0]};
-      down[fn.nodes[p].inputs[0]] = p;
-      for (size_t steps = 0; !todo.empty() && steps < kTraceSteps && s == ir::kNoNode; ++steps) {
-        ir::NodeId id = todo.front();
-        todo.erase(todo.begin());
-        if (id >= p) continue;
-        const ir::Node& n = fn.nodes[id];
-        if (n.op == "matmul") {
-          s = id;
-        } else if (is_one_of(n.op, {"scale", "mask", "add", "mul", "div", "sub", "reshape", "cast", "clamp", "permute",
-                                    "transpose"})) {
-          size_t limit = n.op == "scale" || n.op == "mask" ? 1 : n.inputs.size();  // a factor or mask is no path
-          for (size_t i = 0; i < limit && i < n.inputs.size(); ++i)
-            if (!down.count(n.inputs[i])) {
-              down[n.inputs[i]] = id;
-              todo.push_back(n.inputs[i]);
-            }
-        }
-      }
-      if (s == ir::kNoNode) continue;
+      if (fn.nodes[p].op != "softmax") continue;
       std::vector<ir::NodeId> score_path;  // from the scores up to the softmax, both excluded
-      for (ir::NodeId id = down[s]; id != p; id = down[id]) score_path.push_back(id);
+      ir::NodeId s = scores_of_softmax(fn, p, kTraceSteps, score_path);
+      if (s == ir::kNoNode) continue;
       // Up to the products with the probabilities.
       std::map<ir::NodeId, ir::NodeId> up{{p, p}};
       std::vector<ir::NodeId> front{p};
@@ -449,7 +425,7 @@ class FixPass : private AttentionSyntax {
     // head_dim)`, `k.size(-1) ** -0.5`); a variable or an attribute (`scaling`, which T5
     // sets to 1.0; `self.scale = embed_dim ** -0.5` in CvT) is passed as written.
     auto head_dim_spelled = [](const std::string& f) {
-      std::string l = lower(f);
+      std::string l = lower_ascii(f);
       return !is_ident(f) && (l.find("head") != std::string::npos || l.find("size(-1)") != std::string::npos ||
                               l.find("shape[-1]") != std::string::npos);
     };

@@ -34,7 +34,7 @@ void mark_ungrouped_kv_copies(const SourceFile& file, ir::Module& out) {
       for (ir::NodeId in : n.inputs)
         if (in < fn.nodes.size()) counts.push_back(str_attr(fn.nodes[in], "text"));
       for (const std::string* t : counts) {
-        std::string l = t ? lower(*t) : std::string();
+        std::string l = t ? lower_ascii(*t) : std::string();
         if (l.find("kv") != std::string::npos || l.find("group") != std::string::npos) {
           n.attrs["repeat_one"] = true;
           n.attrs["repeat_one_why"] = std::string("no model configuration in this file sets fewer K/V heads than heads");

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 
+#include "python/attention_trace.h"
 #include "python/axes.h"
 
 namespace mlsem::python {
@@ -111,10 +112,7 @@ void annotate_axes(ir::Function& fn) {
   bool any = std::any_of(fn.nodes.begin(), fn.nodes.end(), [](const ir::Node& n) { return n.op == "softmax"; });
   if (!any) return;
   AxisFacts facts = infer_axes(fn);
-  std::vector<std::vector<ir::NodeId>> users(fn.nodes.size());
-  for (ir::NodeId i = 0; i < fn.nodes.size(); ++i)
-    for (ir::NodeId in : fn.nodes[i].inputs)
-      if (in < i) users[in].push_back(i);
+  std::vector<std::vector<ir::NodeId>> users = users_of(fn);
 
   auto mark_axes = [&](ir::NodeId id) {
     std::string t = axes_text(facts.shapes[id]);
@@ -124,22 +122,12 @@ void annotate_axes(ir::Function& fn) {
   for (ir::NodeId p = 0; p < fn.nodes.size(); ++p) {
     if (fn.nodes[p].op != "softmax" || fn.nodes[p].inputs.empty()) continue;
     // Down to the scores: the nearest product through scaling, masks, biases, reshapes.
-    ir::NodeId s = ir::kNoNode;
-    bool reshaped = false;
-    std::vector<ir::NodeId> todo{fn.nodes[p].inputs[0]};
-    for (size_t steps = 0; !todo.empty() && steps < kTraceSteps && s == ir::kNoNode; ++steps) {
-      ir::NodeId id = todo.front();
-      todo.erase(todo.begin());
-      if (id >= p) continue;
-      const ir::Node& n = fn.nodes[id];
-      if (n.op == "matmul") {
-        s = id;
-      } else if (is_one_of(n.op, {"scale", "mask", "add", "mul", "div", "sub", "reshape", "cast", "clamp", "permute",
-                                  "transpose"})) {
-        reshaped |= n.op == "reshape" || n.op == "permute" || n.op == "transpose";
-        for (ir::NodeId in : n.inputs) todo.push_back(in);
-      }
-    }
+    std::vector<ir::NodeId> path;
+    ir::NodeId s = scores_of_softmax(fn, p, kTraceSteps, path);
+    bool reshaped = std::any_of(path.begin(), path.end(), [&](ir::NodeId id) {
+      const std::string& op = fn.nodes[id].op;
+      return op == "reshape" || op == "permute" || op == "transpose";
+    });
     if (s == ir::kNoNode) continue;
     const Contraction& sc = facts.contractions[s];
     const AxisShape& ps = facts.shapes[p];

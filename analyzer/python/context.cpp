@@ -23,13 +23,6 @@
 namespace mlsem::python {
 namespace {
 
-std::string lower_case(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row + 1); }
 
 
 
@@ -154,7 +147,7 @@ class ContextStage {
         if (sym(p) == S.identifier) fn->attrs["self"] = std::string(text(p));
       }
     }
-    std::string lower = lower_case(short_name);
+    std::string lower = lower_ascii(short_name);
     std::string_view ln = lower;
     if (ln.ends_with("_reference") || ln.ends_with("_ref") || ln.starts_with("reference_") || ln.starts_with("ref_") ||
         ln == "reference")

@@ -31,7 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row + 1); }
 
 struct Span {
   uint32_t begin = 0, end = 0;
@@ -119,21 +118,6 @@ class UsageStage {
     std::sort(decorators_.begin(), decorators_.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   }
 
-  static bool word_byte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
-
-  // Byte offsets in [from, to) where `name` stands as a whole word.
-  void word_offsets(std::string_view name, uint32_t from, uint32_t to, std::vector<uint32_t>& out) const {
-    if (name.empty()) return;
-    to = std::min<uint32_t>(to, static_cast<uint32_t>(src_.size()));
-    for (size_t p = src_.find(name, from); p != std::string_view::npos && p + name.size() <= to;
-         p = src_.find(name, p + 1)) {
-      if (p > 0 && word_byte(static_cast<unsigned char>(src_[p - 1]))) continue;
-      size_t e = p + name.size();
-      if (e < src_.size() && word_byte(static_cast<unsigned char>(src_[e]))) continue;
-      out.push_back(static_cast<uint32_t>(p));
-    }
-  }
-
   // What the tree has at a word: an identifier node, or a string's content equal to the
   // word (`__all__`, a registry key, getattr by name), or nothing of interest.
   struct Mention {
@@ -161,19 +145,12 @@ class UsageStage {
   // The identifiers named `name` in [from, to), in source order.
   std::vector<TSNode> identifiers(std::string_view name, uint32_t from = 0,
                                   uint32_t to = std::numeric_limits<uint32_t>::max()) const {
-    std::vector<uint32_t> at;
-    word_offsets(name, from, to, at);
-    std::vector<TSNode> out;
-    for (uint32_t b : at)
-      if (Mention m = mention_at(b, name.size()); m.identifier) out.push_back(m.node);
-    return out;
+    return identifiers_named(root_, src_, name, S.identifier, from, to);
   }
 
   // Whether some string's whole content is `name`.
   bool named_by_string(std::string_view name) const {
-    std::vector<uint32_t> at;
-    word_offsets(name, 0, std::numeric_limits<uint32_t>::max(), at);
-    for (uint32_t b : at)
+    for (uint32_t b : word_offsets(src_, name))
       if (mention_at(b, name.size()).string_name) return true;
     return false;
   }
@@ -393,12 +370,6 @@ class UsageStage {
     return TSNode{};
   }
 
-  static std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  }
-
   bool is_index_constant(TSNode e) const {
     if (sym(e) == S.integer) return true;
     if (sym(e) == S.unary_operator && ts_node_named_child_count(e) == 1)
@@ -431,7 +402,7 @@ class UsageStage {
     if (k == S.call) return cold_call(e, def, depth);
     if (k == S.attribute) {
       std::string_view attr = text(field(e, S.f_attribute));
-      if (!contains(lower(attr), "pool")) return "";
+      if (!contains(lower_ascii(attr), "pool")) return "";
       return produced_cold(attr, depth) ? "a pooled vector (`" + std::string(t) + "`)" : "";
     }
     if (k == S.identifier && !ts_node_is_null(def)) {
@@ -443,7 +414,7 @@ class UsageStage {
         any = true;
         last = right;
       });
-      if (!any) return contains(lower(t), "pool") ? "a pooled vector (`" + std::string(t) + "`)" : "";
+      if (!any) return contains(lower_ascii(t), "pool") ? "a pooled vector (`" + std::string(t) + "`)" : "";
       if (ts_node_is_null(last)) return "";
       std::string why = cold_input(last, def, depth + 1);
       if (!why.empty() && !contains(why, "`" + std::string(t) + "`")) why += " through `" + std::string(t) + "`";
@@ -501,7 +472,7 @@ class UsageStage {
         return cold_input(object, def, depth + 1);
       }
       // A pooling module of the class: self.pooler(...), self.avgpool(...).
-      std::string name = lower(method);
+      std::string name = lower_ascii(method);
       if (contains(name, "pooler") || contains(name, "avgpool") || contains(name, "avg_pool") ||
           contains(name, "global_pool"))
         return "a pooled vector (`" + std::string(t) + "`)";

@@ -15,12 +15,6 @@
 namespace mlsem::python {
 namespace {
 
-std::string lower_case(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // Keyword names under which norm classes take their normalized shape.
 bool is_shape_keyword(std::string_view k) {
   return k == "hidden_size" || k == "normalized_shape" || k == "dim" || k == "size" || k == "shape" ||
@@ -92,7 +86,7 @@ void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out) {
   for (size_t at = src.find("_keep_in_fp32_modules"); at != std::string_view::npos && fp32_weights.empty();
        at = src.find("_keep_in_fp32_modules", at + 1)) {
     size_t eol = src.find('\n', at);
-    std::string line = lower_case(src.substr(at, eol == std::string_view::npos ? std::string_view::npos : eol - at));
+    std::string line = lower_ascii(src.substr(at, eol == std::string_view::npos ? std::string_view::npos : eol - at));
     if (line.find("norm") != std::string::npos && line.find("= [") != std::string::npos)
       fp32_weights = "the model keeps its norms' weights in fp32 (`_keep_in_fp32_modules`, line " +
                      std::to_string(std::count(src.begin(), src.begin() + static_cast<long>(at), '\n') + 1) + ")";
@@ -101,7 +95,7 @@ void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out) {
     if (!fp32_weights.empty()) mark(spans, "weight_fp32", fp32_weights);
     // Cepstral mean and variance normalization: input features, normalized once per
     // call before the model (Moonshine's frame CMVN on raw audio), not a layer norm.
-    if (lower_case(cls).find("cmvn") != std::string::npos)
+    if (lower_ascii(cls).find("cmvn") != std::string::npos)
       mark(spans, "cold", "cold: " + cls + " normalizes the input features (CMVN) once per call, not at model width in every layer");
     std::string why;
     for (size_t at = src.find(cls + "("); at != std::string_view::npos && why.empty(); at = src.find(cls + "(", at + 1)) {

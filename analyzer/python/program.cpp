@@ -7,7 +7,6 @@
 
 #include "core/text.h"
 
-#include <cctype>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,12 +16,6 @@
 namespace mlsem::python {
 namespace {
 
-
-std::string_view text_of(const SourceFile& f, TSNode n) {
-  uint32_t b = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  if (e > f.text.size() || b > e) return {};
-  return std::string_view(f.text).substr(b, e - b);
-}
 
 // A condition that holds on a few iterations only: every N steps, the first step,
 // a logging/evaluation/checkpoint switch.
@@ -85,7 +78,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
       if (!ts_node_is_null(cond) && ts_node_eq(cond, child)) {
         if (!ts_node_is_null(cons) && exits_loop(S, cons)) out.decides_exit = true;
       } else if (!ts_node_is_null(cons) && ts_node_eq(cons, child) && out.guard.empty()) {
-        std::string_view c = text_of(f, cond);
+        std::string_view c = text_of(cond, f.text);
         if (periodic_condition(c)) out.guard = std::string(c);
       }
     }
@@ -94,19 +87,11 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
 }
 
 
-bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// Each whole-word occurrence of `name` in the text that the tree says is a call's callee
-// (`name(...)` or `x.name(...)`), with the callee's text. Found from the text and resolved
-// in the tree, so comments and strings don't count, and a file is not walked node by node.
+// Each call whose callee is `name` or `x.name` (`name(...)`, `x.name(...)`), with the
+// callee's text: the identifiers spelled `name`, resolved up to their call.
 template <class F>
 void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string_view name, F&& visit) {
-  std::string_view t = f.text;
-  for (size_t at = t.find(name); at != std::string_view::npos; at = t.find(name, at + name.size())) {
-    if ((at > 0 && word_char(t[at - 1])) || (at + name.size() < t.size() && word_char(t[at + name.size()])))
-      continue;
-    TSNode id = ts_node_named_descendant_for_byte_range(root, at, at + name.size());
-    if (ts_node_symbol(id) != S.identifier || ts_node_start_byte(id) != at) continue;
+  for (TSNode id : identifiers_named(root, f.text, name, S.identifier)) {
     TSNode callee = id, p = ts_node_parent(id);
     if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute) {
       if (!ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id)) continue;
@@ -115,7 +100,7 @@ void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string
     }
     if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(ts_node_child_by_field_id(p, S.f_function), callee))
       continue;
-    visit(p, text_of(f, callee));
+    visit(p, text_of(callee, f.text));
   }
 }
 
@@ -137,8 +122,8 @@ std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::stri
     TSNode a = ts_node_named_child(args, i);
     if (ts_node_symbol(a) == S.dictionary_splat) return "**";
     if (ts_node_symbol(a) != S.keyword_argument) continue;
-    if (text_of(f, ts_node_child_by_field_id(a, S.f_name)) == name)
-      return std::string(text_of(f, ts_node_child_by_field_id(a, S.f_value)));
+    if (text_of(ts_node_child_by_field_id(a, S.f_name), f.text) == name)
+      return std::string(text_of(ts_node_child_by_field_id(a, S.f_value), f.text));
   }
   return {};
 }
@@ -178,11 +163,7 @@ void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root,
 // `.grad_fn`, and not text in comments or strings): such code may see None after
 // zero_grad(set_to_none=True) where it saw zeros before.
 bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
-  std::string_view t = f.text;
-  for (size_t at = t.find(".grad"); at != std::string_view::npos; at = t.find(".grad", at + 5)) {
-    if (at + 5 < t.size() && word_char(t[at + 5])) continue;
-    TSNode id = ts_node_named_descendant_for_byte_range(root, at + 1, at + 5);
-    if (ts_node_symbol(id) != S.identifier) continue;
+  for (TSNode id : identifiers_named(root, f.text, "grad", S.identifier)) {
     TSNode p = ts_node_parent(id);
     if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id))
       return true;
@@ -207,7 +188,7 @@ void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, i
       TSNode first = ts_node_named_child(args, 0);
       TSSymbol k = ts_node_symbol(first);
       if (k == S.list_splat) return;  // *args: anything may be passed
-      if (k != S.keyword_argument) set_to_none = std::string(text_of(file, first));
+      if (k != S.keyword_argument) set_to_none = std::string(text_of(first, file.text));
     }
     Range r = range_of(n);
     ir::Function* home = home_of(out, r);
@@ -242,7 +223,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       TSNode s = ts_node_descendant_for_byte_range(root, reg.range.begin_byte, reg.range.end_byte);
       while (!ts_node_is_null(s) && ts_node_symbol(s) != S.if_statement) s = ts_node_parent(s);
       if (ts_node_is_null(s)) continue;
-      std::string_view c = text_of(file, ts_node_child_by_field_id(s, S.f_condition));
+      std::string_view c = text_of(ts_node_child_by_field_id(s, S.f_condition), file.text);
       if (periodic_condition(c)) reg.attrs["guard"] = std::string(c);
     }
     std::string_view short_name = fn.name;

@@ -4,10 +4,12 @@
 
 #include <tree_sitter/api.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/source.h"
+#include "core/text.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 
@@ -45,6 +47,25 @@ inline std::string_view text_of(TSNode n, std::string_view src) {
   if (b > src.size()) return {};
   return src.substr(b, std::min<size_t>(e, src.size()) - b);
 }
+
+// The identifier nodes spelled `name` whose whole-word occurrences lie in [from, to) of
+// the text, in order: found by scanning the text and asking the tree what is there, so
+// comments and strings don't count and the tree is not walked node by node.
+inline std::vector<TSNode> identifiers_named(TSNode root, std::string_view src, std::string_view name,
+                                             TSSymbol identifier, size_t from = 0,
+                                             size_t to = std::string_view::npos) {
+  std::vector<TSNode> out;
+  for (uint32_t b : word_offsets(src, name, from, to)) {
+    uint32_t e = b + static_cast<uint32_t>(name.size());
+    TSNode n = ts_node_named_descendant_for_byte_range(root, b, e);
+    if (!ts_node_is_null(n) && ts_node_symbol(n) == identifier && ts_node_start_byte(n) == b && ts_node_end_byte(n) == e)
+      out.push_back(n);
+  }
+  return out;
+}
+
+// 1-based line of a node, as text for messages.
+inline std::string line_of(TSNode n) { return std::to_string(ts_node_start_point(n).row + 1); }
 
 inline Range range_of(TSNode n) {
   if (ts_node_is_null(n)) return {};

@@ -4,64 +4,28 @@
 // The golden test checks where findings are; this checks what they advise.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <optional>
-#include <sstream>
 #include <string>
-#include <vector>
 
-#include "driver/driver.h"
-#include "engine/engine.h"
+#include "sample_findings.h"
 
 namespace mlsem {
 namespace {
 
-namespace fs = std::filesystem;
-
-const fs::path kRoot = MLSEM_SOURCE_DIR;
-const char* kSample = "samples/python/norm_fix_variants.py";
-
-struct Analyzed {
-  std::string text;
-  std::vector<Finding> findings;
-};
-
-const Analyzed& analyzed() {
-  static const Analyzed result = [] {
-    Analyzed a;
-    std::ifstream in(kRoot / kSample, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    a.text = s.str();
-    std::vector<FileError> errors;
-    std::optional<Engine> engine = Engine::load(kRoot, errors);
-    if (!engine) return a;
+const test_support::SampleFindings& analyzed() {
+  static const test_support::SampleFindings result = [] {
     DriverOptions options;
     options.min_confidence = 0.0;
-    Report report = analyze_source(SourceFile{(kRoot / kSample).string(), a.text}, *engine, options);
-    a.findings = report.findings;
-    return a;
+    return test_support::analyze_sample("samples/python/norm_fix_variants.py", options);
   }();
   return result;
 }
 
-// The 1-based line of the first line of the sample containing `marker`.
-uint32_t line_of(const std::string& marker) {
-  const std::string& text = analyzed().text;
-  size_t at = text.find(marker);
-  if (at == std::string::npos) return 0;
-  return static_cast<uint32_t>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n') + 1);
-}
+// The 1-based line of the first line of the sample containing `marker` (0: none does).
+uint32_t line_of(const std::string& marker) { return test_support::line_of(analyzed().text, marker); }
 
 // The finding of `rule` whose range covers the line holding `marker`.
 const Finding* finding_at(const std::string& rule, const std::string& marker) {
-  uint32_t line = line_of(marker);
-  if (line == 0) return nullptr;
-  for (const Finding& f : analyzed().findings)
-    if (f.rule == rule && f.range.begin.line <= line && line <= f.range.end.line) return &f;
-  return nullptr;
+  return test_support::finding_at(analyzed(), rule, marker);
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

@@ -4,58 +4,33 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <optional>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "driver/driver.h"
-#include "engine/engine.h"
+#include "sample_findings.h"
 
 namespace mlsem {
 namespace {
 
-namespace fs = std::filesystem;
+using test_support::SampleFindings;
 
-const fs::path kRoot = MLSEM_SOURCE_DIR;
-
-struct Analyzed {
-  std::string text;
-  std::vector<Finding> findings;
-};
-
-Analyzed analyze(const char* sample) {
-  Analyzed a;
-  std::ifstream in(kRoot / sample, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  a.text = s.str();
-  std::vector<FileError> errors;
-  std::optional<Engine> engine = Engine::load(kRoot, errors);
-  if (!engine) return a;
+DriverOptions everything() {
   DriverOptions options;
   options.min_confidence = 0.0;
-  a.findings = analyze_source(SourceFile{(kRoot / sample).string(), a.text}, *engine, options).findings;
-  return a;
+  return options;
 }
 
-std::vector<Finding> of_rule(const Analyzed& a, const std::string& rule) {
-  std::vector<Finding> out;
-  for (const Finding& f : a.findings)
-    if (f.rule == rule) out.push_back(f);
-  return out;
-}
+std::vector<Finding> trn001(const SampleFindings& a) { return test_support::of_rule(a.findings, "TRN001"); }
 
 // The source text a finding's rewrite replaces.
-std::string replaced(const Analyzed& a, const Finding& f) {
+std::string replaced(const SampleFindings& a, const Finding& f) {
   return a.text.substr(f.rewrite_range.begin_byte, f.rewrite_range.end_byte - f.rewrite_range.begin_byte);
 }
 
 TEST(ZeroGradFixes, RewritesToTheDefaultWhereNothingReadsGrad) {
-  Analyzed a = analyze("samples/python/zero_grad_variants.py");
-  std::vector<Finding> found = of_rule(a, "TRN001");
+  SampleFindings a = test_support::analyze_sample("samples/python/zero_grad_variants.py", everything());
+  std::vector<Finding> found = trn001(a);
   ASSERT_EQ(found.size(), 2u);
   std::vector<std::pair<std::string, std::string>> edits;
   for (const Finding& f : found) edits.emplace_back(replaced(a, f), f.rewrite);
@@ -70,12 +45,12 @@ TEST(ZeroGradFixes, RewritesToTheDefaultWhereNothingReadsGrad) {
 }
 
 TEST(ZeroGradFixes, NoRewriteWhereTheFileReadsGrad) {
-  Analyzed a = analyze("samples/python/zero_grad_reads_grad.py");
-  std::vector<Finding> found = of_rule(a, "TRN001");
+  SampleFindings a = test_support::analyze_sample("samples/python/zero_grad_reads_grad.py", everything());
+  std::vector<Finding> found = trn001(a);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_TRUE(found[0].rewrite.empty()) << found[0].rewrite;
-  Analyzed clean = analyze("samples/python/zero_grad_variants.py");
-  std::vector<Finding> other = of_rule(clean, "TRN001");
+  SampleFindings clean = test_support::analyze_sample("samples/python/zero_grad_variants.py", everything());
+  std::vector<Finding> other = trn001(clean);
   ASSERT_FALSE(other.empty());
   EXPECT_LT(found[0].confidence, other[0].confidence);
 }

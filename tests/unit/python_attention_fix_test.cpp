@@ -3,50 +3,30 @@
 // text a user reads, checked against what computes the same numbers.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <string>
+#include <vector>
 
-#include "driver/driver.h"
-#include "engine/engine.h"
+#include "sample_findings.h"
 
 namespace mlsem {
 namespace {
 
 class AttentionFix : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { loaded_ = Engine::load(MLSEM_SOURCE_DIR, load_errors_); }
-  void SetUp() override {
-    for (const FileError& e : load_errors_) ADD_FAILURE() << e.path << ":" << e.line << ": " << e.message;
-    if (!loaded_) GTEST_FAIL() << "the rules in " << MLSEM_SOURCE_DIR << " do not load";
-  }
-
-  // Every ATT001/ATT002 finding of a sample (demoted ones included), by the line of the
-  // mark text `marker` found in the file.
-  static std::string read(const std::string& sample) {
-    std::ifstream in(std::string(MLSEM_SOURCE_DIR) + "/samples/python/" + sample);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
   // The 1-based line of the first occurrence of `needle` in a sample, as text.
   static std::string line_of(const std::string& sample, const std::string& needle) {
-    std::string text = read(sample);
-    size_t at = text.find(needle);
-    EXPECT_NE(at, std::string::npos) << needle;
-    return std::to_string(1 + std::count(text.begin(), text.begin() + (at == std::string::npos ? 0 : at), '\n'));
+    uint32_t line = test_support::line_of(test_support::read_sample("samples/python/" + sample), needle);
+    EXPECT_NE(line, 0u) << needle;
+    return std::to_string(line);
   }
 
+  // Every ATT001/ATT002 finding of a sample, demoted ones included.
   static std::vector<Finding> analyze(const std::string& sample) {
-    std::string path = std::string(MLSEM_SOURCE_DIR) + "/samples/python/" + sample;
-    SourceFile file{path, read(sample)};
     DriverOptions options;
     options.show_demoted = true;
-    Report r = analyze_source(file, *loaded_, options);
     std::vector<Finding> out;
-    for (const Finding& f : r.findings)
+    for (const Finding& f : test_support::analyze_sample("samples/python/" + sample, options).findings)
       if (f.rule == "ATT001" || f.rule == "ATT002") out.push_back(f);
     return out;
   }
@@ -57,10 +37,6 @@ class AttentionFix : public ::testing::Test {
       if (f.rule == rule && f.function.rfind(cls + ".", 0) == 0) return &f;
     return nullptr;
   }
-
- private:
-  static inline std::vector<FileError> load_errors_;
-  static inline std::optional<Engine> loaded_;
 };
 
 TEST_F(AttentionFix, FixesComputeTheSameNumbers) {

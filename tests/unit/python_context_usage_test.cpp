@@ -11,15 +11,9 @@ namespace mlsem {
 namespace {
 
 using pytest::build;
+using pytest::fact;
 using pytest::function;
 
-std::string fact(const ir::Function* f, const std::string& key) {
-  if (!f) return "<no function>";
-  auto it = f->attrs.find(key);
-  if (it == f->attrs.end()) return "";
-  const std::string* s = std::get_if<std::string>(&it->second);
-  return s ? *s : "<not text>";
-}
 
 std::string file_kind(const ir::Module& m) {
   auto it = m.attrs.find("file_kind");

@@ -3,48 +3,20 @@
 // interleaved mode, and interleaved pairs written back as halves a layout warning.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <string>
 
-#include "driver/driver.h"
-#include "engine/engine.h"
+#include "sample_findings.h"
 
 namespace mlsem {
 namespace {
 
-struct Rope {
-  std::string text;
-  std::vector<Finding> findings;
-};
-
-const Rope& rope() {
-  static const Rope r = [] {
-    Rope out;
-    std::string path = std::string(MLSEM_SOURCE_DIR) + "/samples/python/rope_variants.py";
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out.text = ss.str();
-    std::vector<FileError> errors;
-    std::optional<Engine> engine = Engine::load(MLSEM_SOURCE_DIR, errors);
-    if (!engine) return out;
-    for (const Finding& f : analyze_source(SourceFile{path, out.text}, *engine, DriverOptions{}).findings)
-      if (f.rule == "POS001") out.findings.push_back(f);
-    return out;
-  }();
+const test_support::SampleFindings& rope() {
+  static const test_support::SampleFindings r = test_support::analyze_sample("samples/python/rope_variants.py");
   return r;
 }
 
 // The POS001 finding whose range covers the first line containing `marker`.
-const Finding* at(const std::string& marker) {
-  size_t pos = rope().text.find(marker);
-  if (pos == std::string::npos) return nullptr;
-  uint32_t line = static_cast<uint32_t>(std::count(rope().text.begin(), rope().text.begin() + static_cast<long>(pos), '\n') + 1);
-  for (const Finding& f : rope().findings)
-    if (f.range.begin.line <= line && line <= f.range.end.line) return &f;
-  return nullptr;
-}
+const Finding* at(const std::string& marker) { return test_support::finding_at(rope(), "POS001", marker); }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

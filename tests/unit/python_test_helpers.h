@@ -60,4 +60,14 @@ inline std::vector<std::string> chain(const ir::Function& f, ir::NodeId id, size
   return ops;
 }
 
+// A function's text fact `key` (the context stages' `fallback`, `unused`, ...): "" when
+// absent, "<no function>" for a null function, "<not text>" for another kind of value.
+inline std::string fact(const ir::Function* f, const std::string& key) {
+  if (!f) return "<no function>";
+  auto it = f->attrs.find(key);
+  if (it == f->attrs.end()) return "";
+  const std::string* s = std::get_if<std::string>(&it->second);
+  return s ? *s : "<not text>";
+}
+
 }  // namespace mlsem::pytest
