@@ -28,16 +28,27 @@ bool periodic_condition(std::string_view c) {
   return false;
 }
 
-// Whether a block leaves the loop: a `break`, `return` or `raise` outside nested loops.
-bool exits_loop(const Syntax& S, TSNode block) {
+// Whether a call ends the program: sys.exit(), exit(), quit(), os._exit().
+bool exit_call(const Syntax& S, const SourceFile& f, TSNode stmt) {
+  if (ts_node_symbol(stmt) != S.expression_statement || ts_node_named_child_count(stmt) == 0) return false;
+  TSNode call = ts_node_named_child(stmt, 0);
+  if (ts_node_symbol(call) != S.call) return false;
+  std::string_view callee = text_of(field(call, S.f_function), f.text);
+  return callee == "sys.exit" || callee == "exit" || callee == "quit" || callee == "os._exit";
+}
+
+// Whether a block leaves the loop: a `break`, `return`, `raise` or a call ending the
+// program, outside nested loops.
+bool exits_loop(const Syntax& S, const SourceFile& f, TSNode block) {
   uint32_t n = ts_node_named_child_count(block);
   for (uint32_t i = 0; i < n; ++i) {
     TSNode c = ts_node_named_child(block, i);
     TSSymbol k = ts_node_symbol(c);
     std::string_view type = ts_node_type(c);
-    if (type == "break_statement" || k == S.return_statement) return true;
+    if (type == "break_statement" || type == "raise_statement" || k == S.return_statement || exit_call(S, f, c))
+      return true;
     if (k == S.for_statement || k == S.while_statement || k == S.function_definition) continue;
-    if (ts_node_named_child_count(c) > 0 && exits_loop(S, c)) return true;
+    if (ts_node_named_child_count(c) > 0 && exits_loop(S, f, c)) return true;
   }
   return false;
 }
@@ -51,7 +62,8 @@ bool test_path(std::string_view path) {
 
 bool gpu_text(std::string_view t) {
   return contains(t, ".cuda(") || contains(t, "\"cuda") || contains(t, "'cuda") || contains(t, ".to(device") ||
-         contains(t, "device=device") || contains(t, ".to(self.device") || contains(t, "accelerator");
+         contains(t, "device=device") || contains(t, ".to(self.device") || contains(t, "accelerator") ||
+         contains(t, "setup_dataloaders") || contains(t, "dist_util.dev()");
 }
 
 struct Facts {
@@ -59,27 +71,59 @@ struct Facts {
   bool decides_exit = false;
 };
 
-// Walks from the sync's syntax node up to its loop (or function) and records the guard.
+// Whether `name` is tested, in `body` (a loop's body), by a condition that leaves the
+// loop: `if not math.isfinite(loss_value): sys.exit(1)`, `assert math.isfinite(v)`.
+bool tested_before_exit(const Syntax& S, const SourceFile& f, TSNode body, std::string_view name) {
+  for (TSNode id : identifiers_named(body, f.text, name, S.identifier, ts_node_start_byte(body), ts_node_end_byte(body))) {
+    for (TSNode p = ts_node_parent(id); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+      TSSymbol k = ts_node_symbol(p);
+      if (std::string_view(ts_node_type(p)) == "assert_statement") return true;
+      if (k == S.if_statement || k == S.elif_clause) {
+        TSNode cond = field(p, S.f_condition), cons = field(p, S.f_consequence);
+        if (!ts_node_is_null(cond) && ts_node_start_byte(cond) <= ts_node_start_byte(id) &&
+            ts_node_end_byte(id) <= ts_node_end_byte(cond) && !ts_node_is_null(cons) && exits_loop(S, f, cons))
+          return true;
+        break;
+      }
+      if (k == S.for_statement || k == S.while_statement || k == S.function_definition) break;
+    }
+  }
+  return false;
+}
+
+// Walks from the sync's syntax node up to its loop (or function) and records the guard:
+// a periodic condition, or the branch of an abort (`if not finite: sys.exit(1)`), which
+// runs at most once. A read decides the exit when it is the loop's or an abort's
+// condition, sits in an assert, or is bound to a name such a condition tests.
 Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   Facts out;
   TSNode n = ts_node_descendant_for_byte_range(root, r.begin_byte, r.end_byte);
   TSNode child = n;
+  std::string_view bound;  // `name` of `name = <read>`
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.function_definition || k == S.lambda) break;
+    if (std::string_view(ts_node_type(p)) == "assert_statement") out.decides_exit = true;
+    if (k == S.assignment && bound.empty()) {
+      TSNode left = field(p, S.f_left), right = field(p, S.f_right);
+      if (!ts_node_is_null(left) && ts_node_symbol(left) == S.identifier && ts_node_eq(right, child))
+        bound = text_of(left, f.text);
+    }
     if (k == S.for_statement || k == S.while_statement) {
       TSNode cond = ts_node_child_by_field_id(p, S.f_condition);
       if (k == S.while_statement && !ts_node_is_null(cond) && ts_node_eq(cond, child)) out.decides_exit = true;
+      TSNode body = field(p, S.f_body);
+      if (!bound.empty() && !ts_node_is_null(body) && tested_before_exit(S, f, body, bound)) out.decides_exit = true;
       break;
     }
     if (k == S.if_statement || k == S.elif_clause) {
       TSNode cond = ts_node_child_by_field_id(p, S.f_condition);
       TSNode cons = ts_node_child_by_field_id(p, S.f_consequence);
       if (!ts_node_is_null(cond) && ts_node_eq(cond, child)) {
-        if (!ts_node_is_null(cons) && exits_loop(S, cons)) out.decides_exit = true;
+        if (!ts_node_is_null(cons) && exits_loop(S, f, cons)) out.decides_exit = true;
       } else if (!ts_node_is_null(cons) && ts_node_eq(cons, child) && out.guard.empty()) {
         std::string_view c = text_of(cond, f.text);
-        if (periodic_condition(c)) out.guard = std::string(c);
+        if (periodic_condition(c) || exits_loop(S, f, cons)) out.guard = std::string(c);
       }
     }
   }
@@ -203,12 +247,132 @@ void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, i
   });
 }
 
+
+// Whether a region attribute is a true bool.
+bool flag_of(const ir::Region& r, const char* name) {
+  auto it = r.attrs.find(name);
+  return it != r.attrs.end() && std::get_if<bool>(&it->second) && std::get<bool>(it->second);
+}
+
+// Why code at `r` in `fn` runs on every step, or empty when it need not: a module's
+// forward, a training loop, or a loop of a generation/evaluation function.
+std::string hot_reason(const ir::Function& fn, const Range& r) {
+  std::string_view name = fn.name;
+  if (size_t dot = name.rfind('.'); dot != std::string_view::npos) name = name.substr(dot + 1);
+  if (name == "forward") return "forward pass";
+  std::string lname = lower_ascii(name);
+  bool step_fn = false;
+  for (std::string_view w : {"generate", "sample", "decode", "eval", "valid", "infer", "predict"})
+    step_fn |= contains(lname, w);
+  for (const ir::Region& reg : fn.regions) {
+    if (reg.kind != "loop" || !reg.range.valid()) continue;
+    if (reg.range.begin_byte > r.begin_byte || r.end_byte > reg.range.end_byte) continue;
+    if (flag_of(reg, "training")) return "training step";
+    if (step_fn) return "iteration of " + std::string(name);
+  }
+  return {};
+}
+
+// Shape factories whose result device= would create on the GPU directly.
+bool shape_factory(std::string_view callee) {
+  if (callee.rfind("torch.", 0) != 0) return false;
+  std::string_view f = callee.substr(6);
+  for (std::string_view k : {"zeros", "ones", "empty", "full", "arange", "randn", "rand", "randint", "randperm",
+                             "eye", "linspace", "logspace", "tensor"})
+    if (f == k) return true;
+  return false;
+}
+
+// How a `.to(...)` argument list moves a tensor: the device= text of the fix, or empty
+// when it only converts the dtype, moves to the CPU, or cannot be read.
+std::string moved_to(const Syntax& S, const SourceFile& f, TSNode args) {
+  std::string dev = keyword(S, f, args, "device");
+  if (dev == "**") return {};
+  if (!dev.empty()) return contains(dev, "cpu") ? std::string() : "device=" + dev;
+  std::vector<TSNode> a = named_children(args, S.comment);
+  if (a.empty() || ts_node_symbol(a[0]) == S.keyword_argument || ts_node_symbol(a[0]) == S.list_splat) return {};
+  std::string_view t = text_of(a[0], f.text);
+  std::string lt = lower_ascii(t);
+  if (contains(lt, "cpu") || contains(lt, "dtype") || contains(lt, "memory_format")) return {};
+  if (t.rfind("torch.", 0) == 0 && !contains(t, "device")) return {};  // torch.float16, torch.int64
+  if (ts_node_symbol(a[0]) == S.string || contains(lt, "device") || lt == "dev" || contains(lt, "cuda"))
+    return "device=" + std::string(t);
+  // Another tensor: .to(x) takes its device and its dtype.
+  return "device=" + std::string(t) + ".device, dtype=" + std::string(t) + ".dtype";
+}
+
+// `torch.zeros(...)...cuda()` / `torch.arange(...).to(device)` in code that runs every
+// step: a `host_tensor` node each, in the innermost function holding it, with the
+// factory, the device= the fix passes, why the code is hot, and whether the factory draws
+// random numbers. Test files and files that place nothing on a GPU are skipped.
+void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  if (test_path(file.path) || !gpu_text(file.text)) return;
+  auto visit = [&](TSNode call, std::string_view callee) {
+    bool cuda = callee.size() > 5 && callee.substr(callee.size() - 5) == ".cuda";
+    bool to = callee.size() > 3 && callee.substr(callee.size() - 3) == ".to";
+    if (!cuda && !to) return;
+    TSNode args = field(call, S.f_arguments);
+    if (ts_node_is_null(args)) return;
+    std::string device;
+    if (cuda) {
+      std::vector<TSNode> a = named_children(args, S.comment);
+      device = a.empty() ? "device=\"cuda\"" : a.size() == 1 && ts_node_symbol(a[0]) != S.keyword_argument
+                                                  ? "device=" + std::string(text_of(a[0], file.text))
+                                                  : "";
+    } else {
+      device = moved_to(S, file, args);
+    }
+    if (device.empty()) return;
+    // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to the call it starts from.
+    TSNode recv = field(field(call, S.f_function), S.f_object);
+    while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.call) {
+      TSNode fn = field(recv, S.f_function);
+      if (ts_node_symbol(fn) != S.attribute) break;
+      TSNode inner = field(fn, S.f_object);
+      if (ts_node_symbol(inner) != S.call) break;
+      recv = inner;
+    }
+    if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.call) return;
+    std::string_view factory = text_of(field(recv, S.f_function), file.text);
+    if (!shape_factory(factory)) return;
+    TSNode fargs = field(recv, S.f_arguments);
+    if (ts_node_is_null(fargs) || !keyword(S, file, fargs, "device").empty()) return;  // device= or **kwargs
+    for (TSNode a : named_children(fargs, S.comment))
+      if (ts_node_symbol(a) == S.list_splat) return;
+    if (factory == "torch.tensor") {
+      // Only a number: data from a list or an array lives on the host anyway.
+      std::vector<TSNode> a = named_children(fargs, S.comment);
+      TSSymbol k = a.empty() ? 0 : ts_node_symbol(a[0]);
+      if (k != S.integer && k != S.float_ && k != S.unary_operator && k != S.attribute && k != S.true_ &&
+          k != S.false_)
+        return;
+    }
+    Range r = range_of(call);
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
+    std::string hot = hot_reason(*home, r);
+    if (hot.empty()) return;
+    ir::Node node;
+    node.op = "host_tensor";
+    node.range = r;
+    node.attrs["factory"] = std::string(factory);
+    node.attrs["device"] = device;
+    node.attrs["hot"] = hot;
+    std::string_view fname = factory.substr(6);
+    if (fname.rfind("rand", 0) == 0) node.attrs["random"] = true;
+    home->nodes.push_back(std::move(node));
+  };
+  each_call_to(S, file, root, "cuda", visit);
+  each_call_to(S, file, root, "to", visit);
+}
+
 }  // namespace
 
 void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   const Syntax& S = Syntax::get();
   annotate_data_loaders(S, file, root, out);
   annotate_zero_grads(S, file, root, out);
+  annotate_host_tensors(S, file, root, out);
   bool any_sync = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";
@@ -216,6 +380,10 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   bool test_file = test_path(file.path);
   bool gpu_file = gpu_text(file.text);
   bool bench_file = contains(file.path, "bench");
+  // A benchmark or profiling script (bench.py, benchmark_x.py): its loops measure.
+  std::string_view base = file.path;
+  if (size_t slash = base.rfind('/'); slash != std::string_view::npos) base = base.substr(slash + 1);
+  bool bench_script = base.rfind("bench", 0) == 0 || contains(base, "benchmark") || base.rfind("profile", 0) == 0;
   for (ir::Function& fn : out.functions) {
     // `if` regions: the periodic guard of their condition (the first clause's).
     for (ir::Region& reg : fn.regions) {
@@ -225,6 +393,18 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       if (ts_node_is_null(s)) continue;
       std::string_view c = text_of(ts_node_child_by_field_id(s, S.f_condition), file.text);
       if (periodic_condition(c)) reg.attrs["guard"] = std::string(c);
+    }
+    // The branches of an abort (`if not math.isfinite(loss): sys.exit(1)`) run at most once.
+    for (ir::Region& reg : fn.regions) {
+      auto which = reg.attrs.find("branch");
+      if (reg.kind != "branch" || !reg.range.valid() || which == reg.attrs.end() ||
+          std::get<std::string>(which->second) == "else")
+        continue;
+      TSNode b = ts_node_descendant_for_byte_range(root, reg.range.begin_byte, reg.range.end_byte);
+      while (!ts_node_is_null(b) && ts_node_symbol(b) != S.block) b = ts_node_parent(b);
+      if (ts_node_is_null(b) || !exits_loop(S, file, b)) continue;
+      auto cond = reg.attrs.find("condition");
+      reg.attrs["guard"] = cond != reg.attrs.end() ? cond->second : ir::Attr(std::string("abort"));
     }
     std::string_view short_name = fn.name;
     if (size_t dot = short_name.rfind('.'); dot != std::string_view::npos) short_name = short_name.substr(dot + 1);
@@ -259,8 +439,8 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
         node.attrs["host_value"] = true;
       if (test_file || test_fn) node.attrs["test_code"] = true;
       auto m = node.attrs.find("method");
-      if (timed && m != node.attrs.end() && std::get_if<std::string>(&m->second) &&
-          std::get<std::string>(m->second) == "synchronize")
+      if (bench_script || (timed && m != node.attrs.end() && std::get_if<std::string>(&m->second) &&
+                           std::get<std::string>(m->second) == "synchronize"))
         node.attrs["timing"] = true;
       if (gpu_file) node.attrs["gpu_file"] = true;
     }

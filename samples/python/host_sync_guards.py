@@ -2,17 +2,21 @@
 
 An ImageNet-style training step with a warm-up check on the first step, a periodic
 logger, a convergence check that ends the loop, a world size read from the
-environment, a benchmark that times steps with torch.cuda.synchronize(), and a unit
-test asserting on a gradient.
+environment, a benchmark that times steps with torch.cuda.synchronize(), a unit
+test asserting on a gradient, and a non-finite-loss abort (DETR, DINO, ConvNeXt style)
+whose value is bound to a name, then tested before sys.exit().
 
 Expected findings:
 - SYN001 on the per-step accuracy read (`.item()` on every step, in the else branch
   of the periodic logger, so it runs on most steps).
 Not expected: SYN001 on the first-step check, the periodic log, the convergence
-check, int(os.environ[...]), the timed synchronize() and the test's assertion.
+check, int(os.environ[...]), the timed synchronize(), the test's assertion, the
+loss read the abort tests, and the print inside the abort.
 """
 
+import math
 import os
+import sys
 import time
 
 import torch
@@ -60,3 +64,18 @@ def test_grad_is_averaged(model, batch, optimizer):
         loss.backward()
         optimizer.step()
         assert model.weight.grad.item() == 1.0  # ok: SYN001
+
+
+def train_with_abort(model, loader, optimizer, device):
+    losses = []
+    for images, targets in loader:
+        loss = model(images.to(device), targets.to(device))
+        loss_value = loss.item()  # ok: SYN001
+        if not math.isfinite(loss_value):
+            print("Loss is {}, stopping training".format(loss.item()))  # ok: SYN001
+            sys.exit(1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach().float().item())  # expect: SYN001
+    return losses

@@ -1,0 +1,63 @@
+"""Tensors created on the host and copied to the GPU in code that runs every step.
+
+Expected findings:
+- PLC001 on factories without device= followed by .cuda() or .to(device/tensor), in a
+  module's forward, in a training loop, and in a generation loop.
+Not expected: PLC001 where the factory passes device=, where .to() only converts the
+dtype or moves to the CPU, on host data (a list) that must be copied anyway, in
+__init__ (runs once), and on a loop of a function that is not a step loop.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class PositionalModel(nn.Module):
+    def __init__(self, dim, max_len=512):
+        super().__init__()
+        self.emb = nn.Embedding(max_len, dim)
+        self.proj = nn.Linear(dim, dim)
+        table = torch.arange(max_len).cuda()  # ok: PLC001
+        self.register_buffer("positions", table)
+
+    def forward(self, x, mask=None):
+        positions = torch.arange(x.shape[1]).cuda()  # expect: PLC001
+        bias = torch.zeros(x.shape[0], x.shape[1]).to(x)  # expect: PLC001
+        causal = torch.ones(x.shape[1], x.shape[1]).tril().bool().to(x.device)  # expect: PLC001
+        direct = torch.zeros(x.shape[0], x.shape[1], device=x.device)  # ok: PLC001
+        half = torch.arange(x.shape[1]).to(torch.float16)  # ok: PLC001
+        back = torch.zeros(3).to("cpu")  # ok: PLC001
+        ids = torch.tensor([1, 2, 3]).to(x.device)  # ok: PLC001
+        h = self.proj(x + self.emb(positions)) + bias.unsqueeze(-1) + direct.unsqueeze(-1)
+        h = h.masked_fill(~causal[:, :1].unsqueeze(0), 0.0)
+        return h, half, back, ids
+
+
+def train(model, loader, optimizer, device):
+    model.to(device)
+    for step, (x, y) in enumerate(loader):
+        x, y = x.to(device), y.to(device)
+        noise = torch.randn(x.shape).to(device)  # expect: PLC001
+        loss = F.mse_loss(model(x + noise)[0].mean(-1), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+@torch.no_grad()
+def generate(model, tokens, steps):
+    for _ in range(steps):
+        logits = model(tokens)[0][:, -1]
+        logits[logits != logits] = torch.tensor(-math.inf).to(logits)  # expect: PLC001
+        tokens = torch.cat([tokens, logits.argmax(-1, keepdim=True)], dim=1)
+    return tokens
+
+
+def build_tables(n, device):
+    tables = []
+    for i in range(n):
+        tables.append(torch.arange(i + 1).to(device))  # ok: PLC001
+    return tables

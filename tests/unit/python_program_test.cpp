@@ -1,0 +1,135 @@
+// Program facts (python/program.cpp): tensors built on the host and copied to the GPU
+// in code that runs every step (`host_tensor` nodes).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "python_test_helpers.h"
+
+namespace mlsem {
+namespace {
+
+using pytest::build;
+using pytest::flag;
+using pytest::function;
+using pytest::nodes_with_op;
+
+std::vector<const ir::Node*> host_tensors(const ir::Module& m, std::string_view fn) {
+  std::vector<const ir::Node*> out;
+  const ir::Function* f = function(m, fn);
+  if (!f) return out;
+  for (ir::NodeId id : nodes_with_op(*f, "host_tensor")) out.push_back(&f->nodes[id]);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->range.begin_byte < b->range.begin_byte; });
+  return out;
+}
+
+std::string str(const ir::Node& n, const std::string& key) {
+  const ir::Attr* a = n.attr(key);
+  return a && std::holds_alternative<std::string>(*a) ? std::get<std::string>(*a) : "<absent>";
+}
+
+TEST(PythonProgram, HostTensorRecordsTheDeviceTheFixPasses) {
+  ir::Module m = build(R"(
+import torch
+import torch.nn as nn
+class M(nn.Module):
+    def forward(self, x):
+        a = torch.arange(x.shape[1]).cuda()
+        b = torch.zeros(4).to(x)
+        c = torch.ones(4).float().to(device=x.device, dtype=torch.float16)
+        d = torch.randn(4).to(x.device)
+        e = torch.zeros(4).cuda(1)
+        return a, b, c, d, e
+)");
+  auto hs = host_tensors(m, "M.forward");
+  ASSERT_EQ(hs.size(), 5u) << ir::to_text(m);
+  EXPECT_EQ(str(*hs[0], "factory"), "torch.arange");
+  EXPECT_EQ(str(*hs[0], "device"), "device=\"cuda\"");
+  EXPECT_EQ(str(*hs[0], "hot"), "forward pass");
+  EXPECT_EQ(str(*hs[1], "device"), "device=x.device, dtype=x.dtype");
+  EXPECT_EQ(str(*hs[2], "device"), "device=x.device");
+  EXPECT_EQ(str(*hs[3], "device"), "device=x.device");
+  EXPECT_TRUE(flag(*hs[3], "random"));
+  EXPECT_FALSE(flag(*hs[0], "random"));
+  EXPECT_EQ(str(*hs[4], "device"), "device=1");
+}
+
+TEST(PythonProgram, HostTensorNeedsAHostFactoryAMoveToADeviceAndHotCode) {
+  ir::Module m = build(R"(
+import torch
+import torch.nn as nn
+class M(nn.Module):
+    def __init__(self):
+        self.t = torch.arange(8).cuda()
+    def forward(self, x):
+        a = torch.zeros(4, device=x.device).to(x)
+        b = torch.arange(4).to(torch.float16)
+        c = torch.arange(4).to(dtype)
+        d = torch.zeros(4).to("cpu")
+        e = torch.tensor([1, 2]).to(x.device)
+        f = torch.tensor(values).cuda()
+        g = x.new_zeros(4).to(x.device)
+        h = torch.zeros(*shape).cuda()
+        i = torch.zeros(4, **kw).cuda()
+        return a, b, c, d, e, f, g, h, i
+def helper(n, device):
+    return [torch.arange(i).to(device) for i in range(n)]
+def make(n, device):
+    out = []
+    for i in range(n):
+        out.append(torch.arange(i).to(device))
+    return out
+)");
+  EXPECT_TRUE(host_tensors(m, "M.__init__").empty());
+  EXPECT_TRUE(host_tensors(m, "M.forward").empty()) << ir::to_text(m);
+  EXPECT_TRUE(host_tensors(m, "helper").empty());
+  EXPECT_TRUE(host_tensors(m, "make").empty());
+}
+
+TEST(PythonProgram, HostTensorInStepLoops) {
+  ir::Module m = build(R"(
+import math
+import torch
+def train(model, loader, opt, device):
+    torch.zeros(1).to(device)
+    for x, y in loader:
+        noise = torch.randn(x.shape).to(device)
+        model(x + noise).sum().backward()
+        opt.step()
+def generate(model, tokens, n):
+    for _ in range(n):
+        logits = model(tokens)
+        logits[logits != logits] = torch.tensor(-math.inf).to(logits)
+    return tokens
+)");
+  auto t = host_tensors(m, "train");
+  ASSERT_EQ(t.size(), 1u) << ir::to_text(m);  // not the one before the loop
+  EXPECT_EQ(str(*t[0], "hot"), "training step");
+  auto g = host_tensors(m, "generate");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(str(*g[0], "hot"), "iteration of generate");
+  EXPECT_EQ(str(*g[0], "factory"), "torch.tensor");
+}
+
+TEST(PythonProgram, HostTensorSkipsTestFilesAndCpuOnlyFiles) {
+  const char* src = R"(
+import torch
+import torch.nn as nn
+class M(nn.Module):
+    def forward(self, x):
+        return torch.arange(4).to(x)
+)";
+  ir::Module test = python::build_ir(SourceFile{"tests/test_m.py", src});
+  EXPECT_TRUE(host_tensors(test, "M.forward").empty());
+  ir::Module cpu = build(R"(
+import torch
+import torch.nn as nn
+class M(nn.Module):
+    def forward(self, x):
+        return torch.arange(4).to(torch.float16)
+)");
+  EXPECT_TRUE(host_tensors(cpu, "M.forward").empty());
+}
+
+}  // namespace
+}  // namespace mlsem
