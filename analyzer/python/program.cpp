@@ -40,9 +40,7 @@ bool exit_call(const Syntax& S, const SourceFile& f, TSNode stmt) {
 // Whether a block leaves the loop: a `break`, `return`, `raise` or a call ending the
 // program, outside nested loops.
 bool exits_loop(const Syntax& S, const SourceFile& f, TSNode block) {
-  uint32_t n = ts_node_named_child_count(block);
-  for (uint32_t i = 0; i < n; ++i) {
-    TSNode c = ts_node_named_child(block, i);
+  for (TSNode c : named_children(block, S.comment)) {
     TSSymbol k = ts_node_symbol(c);
     std::string_view type = ts_node_type(c);
     if (type == "break_statement" || type == "raise_statement" || k == S.return_statement || exit_call(S, f, c))
@@ -131,6 +129,21 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
 }
 
 
+// The condition of a branch that aborts (`if not math.isfinite(loss): sys.exit(1)`): it
+// runs at most once. Empty for other regions.
+std::string abort_branch(const Syntax& S, const SourceFile& file, TSNode root, const ir::Region& reg) {
+  auto which = reg.attrs.find("branch");
+  if (reg.kind != "branch" || !reg.range.valid() || which == reg.attrs.end() ||
+      std::get<std::string>(which->second) == "else")
+    return {};
+  TSNode b = ts_node_descendant_for_byte_range(root, reg.range.begin_byte, reg.range.end_byte);
+  while (!ts_node_is_null(b) && ts_node_symbol(b) != S.block) b = ts_node_parent(b);
+  if (ts_node_is_null(b) || !exits_loop(S, file, b)) return {};
+  auto cond = reg.attrs.find("condition");
+  return cond != reg.attrs.end() && std::get_if<std::string>(&cond->second) ? std::get<std::string>(cond->second)
+                                                                             : "abort";
+}
+
 // Each call whose callee is `name` or `x.name` (`name(...)`, `x.name(...)`), with the
 // callee's text: the identifiers spelled `name`, resolved up to their call.
 template <class F>
@@ -174,8 +187,8 @@ std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::stri
 
 // DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
 // innermost function holding it, with what the call leaves at its slow default.
-void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
-  if (test_path(file.path) || !gpu_text(file.text) || !contains(file.text, "DataLoader(")) return;
+void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file || !contains(file.text, "DataLoader(")) return;
   bool trains = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Region& r : fn.regions)
@@ -305,8 +318,8 @@ std::string moved_to(const Syntax& S, const SourceFile& f, TSNode args) {
 // step: a `host_tensor` node each, in the innermost function holding it, with the
 // factory, the device= the fix passes, why the code is hot, and whether the factory draws
 // random numbers. Test files and files that place nothing on a GPU are skipped.
-void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
-  if (test_path(file.path) || !gpu_text(file.text)) return;
+void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file) return;
   auto visit = [&](TSNode call, std::string_view callee) {
     bool cuda = callee.size() > 5 && callee.substr(callee.size() - 5) == ".cuda";
     bool to = callee.size() > 3 && callee.substr(callee.size() - 3) == ".to";
@@ -370,15 +383,15 @@ void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root,
 
 void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   const Syntax& S = Syntax::get();
-  annotate_data_loaders(S, file, root, out);
+  bool gpu_file = gpu_text(file.text);
+  annotate_data_loaders(S, file, root, out, gpu_file);
   annotate_zero_grads(S, file, root, out);
-  annotate_host_tensors(S, file, root, out);
+  annotate_host_tensors(S, file, root, out, gpu_file);
   bool any_sync = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";
   if (!any_sync) return;
   bool test_file = test_path(file.path);
-  bool gpu_file = gpu_text(file.text);
   bool bench_file = contains(file.path, "bench");
   // A benchmark or profiling script (bench.py, benchmark_x.py): its loops measure.
   std::string_view base = file.path;
@@ -393,18 +406,6 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       if (ts_node_is_null(s)) continue;
       std::string_view c = text_of(ts_node_child_by_field_id(s, S.f_condition), file.text);
       if (periodic_condition(c)) reg.attrs["guard"] = std::string(c);
-    }
-    // The branches of an abort (`if not math.isfinite(loss): sys.exit(1)`) run at most once.
-    for (ir::Region& reg : fn.regions) {
-      auto which = reg.attrs.find("branch");
-      if (reg.kind != "branch" || !reg.range.valid() || which == reg.attrs.end() ||
-          std::get<std::string>(which->second) == "else")
-        continue;
-      TSNode b = ts_node_descendant_for_byte_range(root, reg.range.begin_byte, reg.range.end_byte);
-      while (!ts_node_is_null(b) && ts_node_symbol(b) != S.block) b = ts_node_parent(b);
-      if (ts_node_is_null(b) || !exits_loop(S, file, b)) continue;
-      auto cond = reg.attrs.find("condition");
-      reg.attrs["guard"] = cond != reg.attrs.end() ? cond->second : ir::Attr(std::string("abort"));
     }
     std::string_view short_name = fn.name;
     if (size_t dot = short_name.rfind('.'); dot != std::string_view::npos) short_name = short_name.substr(dot + 1);
@@ -427,6 +428,10 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
           auto g = reg.attrs.find("guard");
           if (g != reg.attrs.end() && std::get_if<std::string>(&g->second)) {
             facts.guard = std::get<std::string>(g->second);
+            break;
+          }
+          if (std::string abort = abort_branch(S, file, root, reg); !abort.empty()) {
+            facts.guard = abort;
             break;
           }
           if (r == 0) break;
