@@ -379,6 +379,132 @@ void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root,
   each_call_to(S, file, root, "to", visit);
 }
 
+
+bool disables_grad(std::string_view t) {
+  return contains(t, "no_grad") || contains(t, "inference_mode") || contains(t, "set_grad_enabled");
+}
+
+// Whether a call site runs with autograd off: inside `with torch.no_grad():` (or
+// inference_mode, set_grad_enabled) or in a function decorated with one.
+bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.with_statement) {
+      TSNode body = field(p, S.f_body);
+      std::string_view head = std::string_view(f.text).substr(ts_node_start_byte(p),
+                                            (ts_node_is_null(body) ? ts_node_end_byte(p) : ts_node_start_byte(body)) -
+                                                ts_node_start_byte(p));
+      if (disables_grad(head)) return true;
+    }
+    if (k == S.decorated_definition) {
+      for (TSNode d : named_children(p, S.comment))
+        if (ts_node_symbol(d) == S.decorator && disables_grad(text_of(d, f.text))) return true;
+    }
+  }
+  return false;
+}
+
+// The names a function calls as a model: `model`, `net`, and whatever it puts in eval
+// mode (`student.eval()` -> `student`).
+std::vector<std::string> model_names(std::string_view fn_text) {
+  std::vector<std::string> names = {"model", "net", "self.model"};
+  for (size_t at = fn_text.find(".eval()"); at != std::string_view::npos; at = fn_text.find(".eval()", at + 1)) {
+    size_t b = at;
+    while (b > 0 && (word_byte(fn_text[b - 1]) || fn_text[b - 1] == '.')) --b;
+    if (b < at) names.emplace_back(fn_text.substr(b, at - b));
+  }
+  return names;
+}
+
+// Evaluation, validation and generation loops that call a model with autograd on: an
+// `eval_loop` node at the first model call of each such loop. The function is named
+// like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
+// code, never turns autograd off itself, and no call of it in this file does either;
+// the loop neither calls backward() nor steps an optimizer. GPU files only.
+void annotate_eval_loops(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file) return;
+  for (ir::Function& fn : out.functions) {
+    if (!fn.range.valid()) continue;
+    std::string_view name = fn.name;
+    if (size_t dot = name.rfind('.'); dot != std::string_view::npos) name = name.substr(dot + 1);
+    if (name == "<module>" || name.rfind("test", 0) == 0) continue;
+    std::string_view fn_text = file.slice(fn.range);
+    std::string lname = lower_ascii(name);
+    bool named = false;
+    for (std::string_view w : {"eval", "valid", "infer", "predict", "generate", "sample"})
+      named |= contains(lname, w);
+    if (!named && !contains(fn_text, ".eval()")) continue;
+    if (disables_grad(fn_text) || contains(fn_text, "backward(") || contains(fn_text, ".step(")) continue;
+    // Nested functions: only the innermost one holding the loop reports it.
+    bool off = false;
+    for (const ir::Region& reg : fn.regions)
+      if (reg.kind == "with") {
+        auto c = reg.attrs.find("context");
+        off |= c != reg.attrs.end() && std::get_if<std::string>(&c->second) && disables_grad(std::get<std::string>(c->second));
+      }
+    if (off) continue;
+    // Its own decorators (a wrapper such as @smart_inference_mode()), an enclosing
+    // `with`, and every call of it in this file.
+    TSNode def = ts_node_descendant_for_byte_range(root, fn.range.begin_byte, fn.range.end_byte);
+    while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = ts_node_parent(def);
+    if (ts_node_is_null(def) || grad_off_at(S, file, def)) continue;
+    bool called_off = false;
+    each_call_to(S, file, root, name, [&](TSNode call, std::string_view) { called_off |= grad_off_at(S, file, call); });
+    if (called_off) continue;
+    std::vector<std::string> models = model_names(fn_text);
+    for (const ir::Region& reg : fn.regions) {
+      if (reg.kind != "loop" || !reg.range.valid() || flag_of(reg, "training")) continue;
+      // A loop of an inlined callee is that function's own.
+      if (reg.range.begin_byte < fn.range.begin_byte || reg.range.end_byte > fn.range.end_byte) continue;
+      if (reg.parent < fn.regions.size() && reg.parent != 0) {
+        // Only the outermost loop of the function reports.
+        bool nested = false;
+        for (uint32_t r = reg.parent; r < fn.regions.size(); r = fn.regions[r].parent) {
+          nested |= fn.regions[r].kind == "loop";
+          if (r == 0) break;
+        }
+        if (nested) continue;
+      }
+      // The first call of a model in the loop.
+      TSNode first{};
+      std::string callee;
+      for (const std::string& m : models) {
+        std::string_view last = m;
+        if (size_t dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+        for (TSNode id : identifiers_named(root, file.text, last, S.identifier, reg.range.begin_byte, reg.range.end_byte)) {
+          TSNode callee_node = id, p = ts_node_parent(id);
+          if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_attribute), id)) {
+            callee_node = p;
+            p = ts_node_parent(p);
+          }
+          if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_object), callee_node) &&
+              text_of(field(p, S.f_attribute), file.text) == "generate") {
+            callee_node = p;  // model.generate(...)
+            p = ts_node_parent(p);
+          }
+          if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(field(p, S.f_function), callee_node)) continue;
+          std::string_view ct = text_of(callee_node, file.text);
+          if (ct != m && ct != m + ".generate") continue;
+          if (ts_node_is_null(first) || ts_node_start_byte(p) < ts_node_start_byte(first)) {
+            first = p;
+            callee = std::string(ct);
+          }
+          break;
+        }
+      }
+      if (ts_node_is_null(first)) continue;
+      ir::Node node;
+      node.op = "eval_loop";
+      node.range = range_of(first);
+      node.attrs["model"] = callee;
+      node.attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
+      if (!named) node.attrs["eval_mode_only"] = true;
+      if (fn.name.find('.') != std::string::npos) node.attrs["method"] = true;
+      fn.nodes.push_back(std::move(node));
+    }
+  }
+}
+
 }  // namespace
 
 void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
@@ -387,6 +513,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   annotate_data_loaders(S, file, root, out, gpu_file);
   annotate_zero_grads(S, file, root, out);
   annotate_host_tensors(S, file, root, out, gpu_file);
+  annotate_eval_loops(S, file, root, out, gpu_file);
   bool any_sync = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";

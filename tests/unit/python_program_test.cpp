@@ -131,5 +131,83 @@ class M(nn.Module):
   EXPECT_TRUE(host_tensors(cpu, "M.forward").empty());
 }
 
+std::vector<const ir::Node*> eval_loops(const ir::Module& m, std::string_view fn) {
+  std::vector<const ir::Node*> out;
+  if (const ir::Function* f = function(m, fn))
+    for (ir::NodeId id : nodes_with_op(*f, "eval_loop")) out.push_back(&f->nodes[id]);
+  return out;
+}
+
+TEST(PythonProgram, EvalLoopIsTheFirstModelCallOfAnInferenceLoop) {
+  ir::Module m = build(R"(
+import torch
+def validate(model, loader):
+    model.eval()
+    for x, y in loader:
+        x = x.cuda()
+        for i in range(2):
+            model(x)
+        out = model(x)
+def report(student, loader):
+    student.eval()
+    for x in loader:
+        student.encoder(x)
+        student(x)
+class Runner:
+    def generate(self, ids):
+        while True:
+            ids = self.model.generate(ids)
+)");
+  auto v = eval_loops(m, "validate");
+  ASSERT_EQ(v.size(), 1u) << ir::to_text(m);  // the outer loop only
+  EXPECT_EQ(v[0]->range.begin.line, 8u);
+  EXPECT_EQ(str(*v[0], "model"), "model");
+  EXPECT_FALSE(flag(*v[0], "eval_mode_only"));
+  auto r = eval_loops(m, "report");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(str(*r[0], "model"), "student");  // not student.encoder
+  EXPECT_TRUE(flag(*r[0], "eval_mode_only"));
+  auto g = eval_loops(m, "Runner.generate");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(str(*g[0], "model"), "self.model.generate");
+  EXPECT_TRUE(flag(*g[0], "method"));
+}
+
+TEST(PythonProgram, EvalLoopNotWhereAutogradIsOffOrTheLoopTrains) {
+  ir::Module m = build(R"(
+import torch
+@torch.no_grad()
+def evaluate(model, loader):
+    for x in loader:
+        model(x.cuda())
+def predict(model, loader):
+    with torch.inference_mode():
+        for x in loader:
+            model(x)
+def sample(model, x):
+    for t in range(10):
+        x = model(x)
+    return x
+def run(model, x):
+    with torch.no_grad():
+        return sample(model, x)
+def validate(model, loader, opt):
+    model.eval()
+    for x in loader:
+        model(x).sum().backward()
+        opt.step()
+def infer_all(model, loader):
+    torch.set_grad_enabled(False)
+    for x in loader:
+        model(x)
+def test_eval(model, loader):
+    model.eval()
+    for x in loader:
+        model(x)
+)");
+  for (const char* fn : {"evaluate", "predict", "sample", "run", "validate", "infer_all", "test_eval"})
+    EXPECT_TRUE(eval_loops(m, fn).empty()) << fn;
+}
+
 }  // namespace
 }  // namespace mlsem
