@@ -280,10 +280,35 @@ std::string hot_reason(const ir::Function& fn, const Range& r) {
   for (const ir::Region& reg : fn.regions) {
     if (reg.kind != "loop" || !reg.range.valid()) continue;
     if (reg.range.begin_byte > r.begin_byte || r.end_byte > reg.range.end_byte) continue;
-    if (flag_of(reg, "training")) return "training step";
+    if (flag_of(reg, "innermost_training")) return "training step";  // not the epoch loop around it
     if (step_fn) return "iteration of " + std::string(name);
   }
   return {};
+}
+
+// Whether `n` sits, inside a loop, in the body of `if x is None:` that assigns x: a lazy
+// initialization that runs once, not on every iteration. (Outside a loop the same form
+// fills a default argument, which runs on every call.)
+bool lazy_init(const Syntax& S, const SourceFile& f, TSNode n) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.for_statement || k == S.while_statement || k == S.function_definition) return false;
+    if (k != S.if_statement) continue;
+    std::string_view cond = text_of(field(p, S.f_condition), f.text);
+    if (cond.size() <= 8 || cond.substr(cond.size() - 8) != " is None") continue;
+    std::string_view var = cond.substr(0, cond.size() - 8);
+    bool assigns = false;
+    for (TSNode a = ts_node_parent(n); !ts_node_is_null(a) && !ts_node_eq(a, p); a = ts_node_parent(a))
+      assigns |= ts_node_symbol(a) == S.assignment && text_of(field(a, S.f_left), f.text) == var;
+    if (!assigns) continue;
+    for (TSNode up = ts_node_parent(p); !ts_node_is_null(up); up = ts_node_parent(up)) {
+      TSSymbol u = ts_node_symbol(up);
+      if (u == S.function_definition) return false;
+      if (u == S.for_statement || u == S.while_statement) return true;
+    }
+    return false;
+  }
+  return false;
 }
 
 // Shape factories whose result device= would create on the GPU directly.
@@ -352,6 +377,16 @@ void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root,
     if (ts_node_is_null(fargs) || !keyword(S, file, fargs, "device").empty()) return;  // device= or **kwargs
     for (TSNode a : named_children(fargs, S.comment))
       if (ts_node_symbol(a) == S.list_splat) return;
+    // torch.empty(0): nothing to copy, and a copy of no elements does not wait.
+    bool empty = true;
+    for (TSNode a : named_children(fargs, S.comment)) {
+      TSSymbol k = ts_node_symbol(a);
+      if (k == S.keyword_argument) continue;
+      std::string_view t = text_of(a, file.text);
+      empty &= t == "0" || t == "(0,)" || t == "[0]";
+    }
+    if (empty && factory != "torch.tensor") return;
+    if (lazy_init(S, file, call)) return;
     if (factory == "torch.tensor") {
       // Only a number: data from a list or an array lives on the host anyway.
       std::vector<TSNode> a = named_children(fargs, S.comment);

@@ -5,7 +5,9 @@ Expected findings:
   module's forward, in a training loop, and in a generation loop.
 Not expected: PLC001 where the factory passes device=, where .to() only converts the
 dtype or moves to the CPU, on host data (a list) that must be copied anyway, in
-__init__ (runs once), and on a loop of a function that is not a step loop.
+__init__ (runs once), on a loop of a function that is not a step loop, on an empty
+tensor (a copy of no elements does not wait), on a lazy `if attn is None:` buffer built
+once inside a generation loop, and in an epoch loop around the training loop.
 """
 
 import math
@@ -49,11 +51,22 @@ def train(model, loader, optimizer, device):
 
 @torch.no_grad()
 def generate(model, tokens, steps):
+    attn = None
     for _ in range(steps):
         logits = model(tokens)[0][:, -1]
         logits[logits != logits] = torch.tensor(-math.inf).to(logits)  # expect: PLC001
+        finished = torch.empty(0).to(tokens)  # ok: PLC001
+        if attn is None:
+            attn = torch.empty(tokens.shape[0], steps).to(logits)  # ok: PLC001
         tokens = torch.cat([tokens, logits.argmax(-1, keepdim=True)], dim=1)
-    return tokens
+    return tokens, finished, attn
+
+
+def fit(model, loader, optimizer, device, epochs):
+    for epoch in range(epochs):
+        train(model, loader, optimizer, device)
+        preview = torch.randn(8, 20).to(device)  # ok: PLC001
+    return preview
 
 
 def build_tables(n, device):
