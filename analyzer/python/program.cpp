@@ -61,13 +61,67 @@ bool test_path(std::string_view path) {
 bool gpu_text(std::string_view t) {
   return contains(t, ".cuda(") || contains(t, "\"cuda") || contains(t, "'cuda") || contains(t, ".to(device") ||
          contains(t, "device=device") || contains(t, ".to(self.device") || contains(t, "accelerator") ||
-         contains(t, "setup_dataloaders") || contains(t, "dist_util.dev()");
+         contains(t, "setup_dataloaders") || contains(t, "dist_util.dev()") || contains(t, ".to(local_rank") ||
+         contains(t, ".to(rank");
+}
+
+// `int(imgsz * 0.5)`, `int(4 * t / n)`: a conversion of arithmetic over names and
+// number literals, with no call or subscript, is Python arithmetic (a tensor's value
+// would come from a call: int(x.sum()), float(loss)).
+bool python_arithmetic(std::string_view t) {
+  size_t open = t.find('(');
+  if (open == std::string_view::npos || (t.substr(0, open) != "int" && t.substr(0, open) != "float") || t.back() != ')')
+    return false;
+  std::string_view inner = t.substr(open + 1, t.size() - open - 2);
+  if (inner.find_first_of("([") != std::string_view::npos) return false;
+  bool literal = false, op = false;
+  for (size_t i = 0; i < inner.size(); ++i) {
+    char c = inner[i];
+    if (c >= '0' && c <= '9' && (i == 0 || !word_byte(inner[i - 1]))) literal = true;
+    op |= c == '*' || c == '/' || c == '+' || c == '-';
+  }
+  return literal && op;
 }
 
 struct Facts {
   std::string guard;       // the periodic condition the sync runs under, if any
   bool decides_exit = false;
+  bool printed = false;    // its value only reaches a print or a progress bar
 };
+
+// A call that shows a value: print(...), pbar.set_description(...), set_postfix, a
+// logger's info/debug, tqdm.write.
+bool display_call(const Syntax& S, const SourceFile& f, TSNode n) {
+  if (ts_node_symbol(n) != S.call) return false;
+  std::string_view callee = text_of(field(n, S.f_function), f.text);
+  size_t dot = callee.rfind('.');
+  std::string_view last = dot == std::string_view::npos ? callee : callee.substr(dot + 1);
+  return callee == "print" || last == "set_description" || last == "set_postfix" || last == "set_postfix_str" ||
+         (dot != std::string_view::npos && (last == "info" || last == "debug" || last == "write"));
+}
+
+// Whether `n` is (inside) an argument of a display call, within its statement.
+bool inside_display(const Syntax& S, const SourceFile& f, TSNode n, TSNode stop) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = ts_node_parent(p)) {
+    if (display_call(S, f, p)) return true;
+    if (ts_node_symbol(p) == S.block) return false;
+  }
+  return false;
+}
+
+// Whether every use of `name` in `body`, but its bindings, is an argument of a display call.
+bool only_displayed(const Syntax& S, const SourceFile& f, TSNode body, std::string_view name) {
+  bool any = false;
+  for (TSNode id : identifiers_named(body, f.text, name, S.identifier, ts_node_start_byte(body), ts_node_end_byte(body))) {
+    TSNode p = ts_node_parent(id);
+    if (!ts_node_is_null(p) && (ts_node_symbol(p) == S.assignment || ts_node_symbol(p) == S.augmented_assignment) &&
+        ts_node_eq(field(p, S.f_left), id))
+      continue;
+    if (!inside_display(S, f, id, body)) return false;
+    any = true;
+  }
+  return any;
+}
 
 // Whether `name` is tested, in `body` (a loop's body), by a condition that leaves the
 // loop: `if not math.isfinite(loss_value): sys.exit(1)`, `assert math.isfinite(v)`.
@@ -98,6 +152,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   TSNode n = ts_node_descendant_for_byte_range(root, r.begin_byte, r.end_byte);
   TSNode child = n;
   std::string_view bound;  // `name` of `name = <read>`
+  out.printed = inside_display(S, f, n, root);
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.function_definition || k == S.lambda) break;
@@ -112,7 +167,13 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
       if (k == S.while_statement && !ts_node_is_null(cond) && ts_node_eq(cond, child)) out.decides_exit = true;
       TSNode body = field(p, S.f_body);
       if (!bound.empty() && !ts_node_is_null(body) && tested_before_exit(S, f, body, bound)) out.decides_exit = true;
-      break;
+      if (!bound.empty() && !ts_node_is_null(body) && only_displayed(S, f, body, bound)) out.printed = true;
+      // A loop that neither calls backward() nor steps (an evaluation pass, a loop over
+      // loss terms) runs when the step around it runs it: keep looking for its guard.
+      std::string_view loop_text = text_of(p, f.text);
+      if (contains(loop_text, "backward(") || contains(loop_text, ".step(")) break;
+      bound = {};
+      continue;
     }
     if (k == S.if_statement || k == S.elif_clause) {
       TSNode cond = ts_node_child_by_field_id(p, S.f_condition);
@@ -599,10 +660,19 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
           if (r == 0) break;
         }
       }
+      // A read inside a function that writes a checkpoint (save_checkpoint, inlined into
+      // the loop under its own save interval) moves what must reach the host.
+      if (const ir::Function* origin = home_of(out, node.range); origin && facts.guard.empty()) {
+        std::string origin_name = lower_ascii(origin->name.substr(origin->name.rfind('.') + 1));
+        if (contains(origin_name, "save") || contains(origin_name, "checkpoint"))
+          facts.guard = "writes a checkpoint (" + origin->name + ")";
+      }
       if (!facts.guard.empty()) node.attrs["guarded"] = facts.guard;
       if (facts.decides_exit) node.attrs["decides_exit"] = true;
+      if (facts.printed) node.attrs["printed"] = true;
       std::string_view t = file.slice(node.range);
-      if (contains(t, "environ") || contains(t, "getenv") || contains(t, "argv") || contains(t, "args."))
+      if (contains(t, "environ") || contains(t, "getenv") || contains(t, "argv") || contains(t, "args.") ||
+          python_arithmetic(t))
         node.attrs["host_value"] = true;
       if (test_file || test_fn) node.attrs["test_code"] = true;
       auto m = node.attrs.find("method");

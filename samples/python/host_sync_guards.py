@@ -4,18 +4,25 @@ An ImageNet-style training step with a warm-up check on the first step, a period
 logger, a convergence check that ends the loop, a world size read from the
 environment, a benchmark that times steps with torch.cuda.synchronize(), a unit
 test asserting on a gradient, and a non-finite-loss abort (DETR, DINO, ConvNeXt style)
-whose value is bound to a name, then tested before sys.exit().
+whose value is bound to a name, then tested before sys.exit(); a GAN-style loop that
+prints its statistics on every step by design, multi-scale training that draws an
+image size with int(imgsz * 0.5), a validation pass nested under a periodic guard, and a
+checkpoint written under its own interval.
 
 Expected findings:
 - SYN001 on the per-step accuracy read (`.item()` on every step, in the else branch
   of the periodic logger, so it runs on most steps).
 Not expected: SYN001 on the first-step check, the periodic log, the convergence
 check, int(os.environ[...]), the timed synchronize(), the test's assertion, the
-loss read the abort tests, and the print inside the abort.
+loss read the abort tests, the print inside the abort, reads shown only by a per-step
+print are reported only below the default --min-confidence (at 0.45; marked ok, as
+the golden test runs at the default), and not at all: the Python arithmetic in int(), the nested
+validation pass and the checkpoint's .cpu().
 """
 
 import math
 import os
+import random
 import sys
 import time
 
@@ -79,3 +86,29 @@ def train_with_abort(model, loader, optimizer, device):
         optimizer.step()
         losses.append(loss.detach().float().item())  # expect: SYN001
     return losses
+
+
+def save_checkpoint(model, path):
+    state = {k: v.cpu() for k, v in model.state_dict().items()}  # ok: SYN001
+    torch.save(state, path)
+
+
+def train_gan(netD, netG, loader, optD, optG, device, imgsz=640, eval_every=1000, save_every=500):
+    for i, (real, _) in enumerate(loader):
+        real = real.to(device)
+        size = random.randrange(int(imgsz * 0.5), int(imgsz * 1.5))  # ok: SYN001
+        real = F.interpolate(real, size=size)
+        errD = netD(real).mean() - netD(netG(real)).mean()
+        errD.backward()
+        optD.step()
+        D_x = netD(real).mean().item()  # ok: SYN001
+        errG = -netD(netG(real)).mean()
+        errG.backward()
+        optG.step()
+        print(f"[{i}] Loss_D {errD.item():.4f} Loss_G {errG.item():.4f} D(x) {D_x:.4f}")  # ok: SYN001
+        if i % eval_every == 0:
+            correct = 0
+            for x, y in loader:
+                correct += (netD(x.to(device)) > 0).sum().item()  # ok: SYN001
+        if i % save_every == 0:
+            save_checkpoint(netG, "netG.pt")

@@ -5,8 +5,9 @@ running buffer through p.grad, and checks `p.grad is not None`. With set_to_none
 those reads see None until the next backward, so the change is not a drop-in one.
 
 Expected findings:
-- TRN001 on optimizer.zero_grad(set_to_none=False), at lower confidence and without a
-  rewrite (the file reads .grad).
+- TRN001 on optimizer.zero_grad(set_to_none=False) only below the default
+  --min-confidence (the file reads .grad: marked ok, as the golden test runs at the
+  default), and without a rewrite.
 Not expected: a rewrite for it; TRN001 on p.grad.zero_() (not a zero_grad call).
 """
 
@@ -18,7 +19,7 @@ def train(model, loader, lr):
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     ema = [torch.zeros_like(p) for p in model.parameters()]
     for x, y in loader:
-        optimizer.zero_grad(set_to_none=False)  # expect: TRN001
+        optimizer.zero_grad(set_to_none=False)  # ok: TRN001
         for buf, p in zip(ema, model.parameters()):
             if p.grad is not None:
                 buf.mul_(0.9).add_(p.grad, alpha=0.1)

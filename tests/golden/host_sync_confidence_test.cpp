@@ -1,0 +1,54 @@
+// SYN001 and PLC001 on their samples: what the finding's confidence and evidence say,
+// where the golden test only checks where findings are. A per-step read whose value only
+// reaches a print is reported below the default --min-confidence, with the reason.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sample_findings.h"
+
+namespace mlsem {
+namespace {
+
+using test_support::SampleFindings;
+
+DriverOptions everything() {
+  DriverOptions options;
+  options.min_confidence = 0.0;
+  return options;
+}
+
+bool says(const Finding& f, const std::string& words) {
+  for (const Evidence& e : f.evidence)
+    if (e.present && e.text.find(words) != std::string::npos) return true;
+  return false;
+}
+
+TEST(HostSyncConfidence, ReadsOnlyPrintedEachStepAreBelowTheDefaultThreshold) {
+  SampleFindings a = test_support::analyze_sample("samples/python/host_sync_guards.py", everything());
+  for (const char* marker : {"D_x = netD(real).mean().item()", "Loss_D {errD.item()"}) {
+    const Finding* f = test_support::finding_at(a, "SYN001", marker);
+    ASSERT_NE(f, nullptr) << marker;
+    EXPECT_LT(f->confidence, 0.5) << marker;
+    EXPECT_TRUE(says(*f, "print or progress bar")) << marker;
+  }
+  // A read that is accumulated, not printed, keeps its confidence.
+  const Finding* kept = test_support::finding_at(a, "SYN001", "losses.append(loss.detach().float().item())");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_GE(kept->confidence, 0.5);
+  EXPECT_FALSE(says(*kept, "print or progress bar"));
+}
+
+TEST(HostSyncConfidence, RandomFactoriesSayTheStreamChanges) {
+  SampleFindings a = test_support::analyze_sample("samples/python/host_tensor_placement.py", everything());
+  const Finding* noise = test_support::finding_at(a, "PLC001", "noise = torch.randn(x.shape).to(device)");
+  ASSERT_NE(noise, nullptr);
+  EXPECT_TRUE(says(*noise, "CUDA generator"));
+  const Finding* arange = test_support::finding_at(a, "PLC001", "positions = torch.arange(x.shape[1]).cuda()");
+  ASSERT_NE(arange, nullptr);
+  EXPECT_FALSE(says(*arange, "CUDA generator"));
+  EXPECT_GT(arange->confidence, noise->confidence);
+}
+
+}  // namespace
+}  // namespace mlsem
