@@ -544,7 +544,8 @@ const ZERO_GRAD = [
 
 test('zero_grad(set_to_none=False): the quick fix writes zero_grad(), re-analysis drops the finding; none where .grad is read', async (t) => {
   const root = tempWorkspace();
-  fs.writeFileSync(path.join(root, 'pyproject.toml'), '[tool.mlsem]\nselect = ["TRN001"]\n');
+  // min-confidence 0.3: where .grad is read the finding falls below the default 0.5.
+  fs.writeFileSync(path.join(root, 'pyproject.toml'), '[tool.mlsem]\nselect = ["TRN001"]\nmin-confidence = 0.3\n');
   const c = new Client(t);
   await c.initialize(capabilitiesFor('utf-16'), { rootUri: uriOf(root) });
   const uri = uriOf(path.join(root, 'train.py'));
