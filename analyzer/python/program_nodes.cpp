@@ -1,0 +1,373 @@
+// The nodes the training rules match, added to the lowered IR from the syntax tree
+// (docs/IR.md, "Program facts"): DataLoader calls of GPU training files (`data_loader`),
+// `x.zero_grad(...)` calls (`zero_grad`), tensors built on the host and copied to the GPU
+// in per-step code (`host_tensor`), inference loops with autograd on (`eval_loop`).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "python/program_util.h"
+
+namespace mlsem::python::program {
+namespace {
+
+// DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
+// innermost function holding it, with what the call leaves at its slow default.
+void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file || !contains(file.text, "DataLoader(")) return;
+  bool trains = false;
+  for (const ir::Function& fn : out.functions)
+    for (const ir::Region& r : fn.regions)
+      if (r.kind == "loop") {
+        auto t = r.attrs.find("training");
+        trains |= t != r.attrs.end() && std::get_if<bool>(&t->second) && std::get<bool>(t->second);
+      }
+  if (!trains) return;
+  each_call_to(S, file, root, "DataLoader", [&](TSNode n, std::string_view callee) {
+    if (callee != "DataLoader" && !(callee.size() > 11 && callee.substr(callee.size() - 11) == ".DataLoader")) return;
+    TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
+    if (ts_node_is_null(args)) return;
+    std::string workers = keyword(S, file, args, "num_workers"), pin = keyword(S, file, args, "pin_memory");
+    if (workers == "**" || pin == "**") return;
+    Range r = range_of(n);
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
+    ir::Node node;
+    node.op = "data_loader";
+    node.range = r;
+    node.attrs["callee"] = std::string("torch.utils.data.DataLoader");
+    if (workers.empty() || workers == "0") node.attrs["no_workers"] = true;
+    if (pin.empty() || pin == "False") node.attrs["no_pin_memory"] = true;
+    home->nodes.push_back(std::move(node));
+  });
+}
+
+// Whether the code reads gradients through `.grad` (an attribute named `grad`, not
+// `.grad_fn`, and not text in comments or strings): such code may see None after
+// zero_grad(set_to_none=True) where it saw zeros before.
+bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
+  for (TSNode id : identifiers_named(root, f.text, "grad", S.identifier)) {
+    TSNode p = ts_node_parent(id);
+    if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id))
+      return true;
+  }
+  return false;
+}
+
+// `x.zero_grad(...)` calls (an optimizer's or a module's): a `zero_grad` node each, in the
+// innermost function holding it, with its `set_to_none` argument as written (keyword or
+// first positional; empty when absent), the receiver's text, and whether the file reads
+// `.grad` anywhere (`reads_grad`). Test files are skipped.
+void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  if (test_path(file.path) || !contains(file.text, "zero_grad(")) return;
+  bool grads_read = reads_grad(S, file, root);
+  each_call_to(S, file, root, "zero_grad", [&](TSNode n, std::string_view callee) {
+    if (callee.size() <= 10 || callee.substr(callee.size() - 10) != ".zero_grad") return;
+    TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
+    if (ts_node_is_null(args)) return;
+    std::string set_to_none = keyword(S, file, args, "set_to_none");
+    if (set_to_none == "**") return;
+    if (set_to_none.empty() && ts_node_named_child_count(args) > 0) {
+      TSNode first = ts_node_named_child(args, 0);
+      TSSymbol k = ts_node_symbol(first);
+      if (k == S.list_splat) return;  // *args: anything may be passed
+      if (k != S.keyword_argument) set_to_none = std::string(text_of(first, file.text));
+    }
+    Range r = range_of(n);
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
+    ir::Node node;
+    node.op = "zero_grad";
+    node.range = r;
+    node.attrs["receiver"] = std::string(callee.substr(0, callee.size() - 10));
+    node.attrs["set_to_none"] = set_to_none;
+    if (grads_read) node.attrs["reads_grad"] = true;
+    home->nodes.push_back(std::move(node));
+  });
+}
+
+
+// Why code at `r` in `fn` runs on every step, or empty when it need not: a module's
+// forward, a training loop, or a loop of a generation/evaluation function.
+std::string hot_reason(const ir::Function& fn, const Range& r) {
+  std::string_view name = fn.name;
+  if (size_t dot = name.rfind('.'); dot != std::string_view::npos) name = name.substr(dot + 1);
+  if (name == "forward") return "forward pass";
+  std::string lname = lower_ascii(name);
+  bool step_fn = false;
+  for (std::string_view w : {"generate", "sample", "decode", "eval", "valid", "infer", "predict"})
+    step_fn |= contains(lname, w);
+  for (const ir::Region& reg : fn.regions) {
+    if (reg.kind != "loop" || !reg.range.valid()) continue;
+    if (reg.range.begin_byte > r.begin_byte || r.end_byte > reg.range.end_byte) continue;
+    if (flag_of(reg, "innermost_training")) return "training step";  // not the epoch loop around it
+    if (step_fn) return "iteration of " + std::string(name);
+  }
+  return {};
+}
+
+// Whether `n` sits, inside a loop, in the body of `if x is None:` that assigns x: a lazy
+// initialization that runs once, not on every iteration. (Outside a loop the same form
+// fills a default argument, which runs on every call.)
+bool lazy_init(const Syntax& S, const SourceFile& f, TSNode n) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.for_statement || k == S.while_statement || k == S.function_definition) return false;
+    if (k != S.if_statement) continue;
+    std::string_view cond = text_of(field(p, S.f_condition), f.text);
+    if (cond.size() <= 8 || cond.substr(cond.size() - 8) != " is None") continue;
+    std::string_view var = cond.substr(0, cond.size() - 8);
+    bool assigns = false;
+    for (TSNode a = ts_node_parent(n); !ts_node_is_null(a) && !ts_node_eq(a, p); a = ts_node_parent(a))
+      assigns |= ts_node_symbol(a) == S.assignment && text_of(field(a, S.f_left), f.text) == var;
+    if (!assigns) continue;
+    for (TSNode up = ts_node_parent(p); !ts_node_is_null(up); up = ts_node_parent(up)) {
+      TSSymbol u = ts_node_symbol(up);
+      if (u == S.function_definition) return false;
+      if (u == S.for_statement || u == S.while_statement) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+// Shape factories whose result device= would create on the GPU directly.
+bool shape_factory(std::string_view callee) {
+  if (callee.rfind("torch.", 0) != 0) return false;
+  std::string_view f = callee.substr(6);
+  for (std::string_view k : {"zeros", "ones", "empty", "full", "arange", "randn", "rand", "randint", "randperm",
+                             "eye", "linspace", "logspace", "tensor"})
+    if (f == k) return true;
+  return false;
+}
+
+// How a `.to(...)` argument list moves a tensor: the device= text of the fix, or empty
+// when it only converts the dtype, moves to the CPU, or cannot be read.
+std::string moved_to(const Syntax& S, const SourceFile& f, TSNode args) {
+  std::string dev = keyword(S, f, args, "device");
+  if (dev == "**") return {};
+  if (!dev.empty()) return contains(dev, "cpu") ? std::string() : "device=" + dev;
+  std::vector<TSNode> a = named_children(args, S.comment);
+  if (a.empty() || ts_node_symbol(a[0]) == S.keyword_argument || ts_node_symbol(a[0]) == S.list_splat) return {};
+  std::string_view t = text_of(a[0], f.text);
+  std::string lt = lower_ascii(t);
+  if (contains(lt, "cpu") || contains(lt, "dtype") || contains(lt, "memory_format")) return {};
+  if (t.rfind("torch.", 0) == 0 && !contains(t, "device")) return {};  // torch.float16, torch.int64
+  if (ts_node_symbol(a[0]) == S.string || contains(lt, "device") || lt == "dev" || contains(lt, "cuda"))
+    return "device=" + std::string(t);
+  // Another tensor: .to(x) takes its device and its dtype.
+  return "device=" + std::string(t) + ".device, dtype=" + std::string(t) + ".dtype";
+}
+
+// `torch.zeros(...)...cuda()` / `torch.arange(...).to(device)` in code that runs every
+// step: a `host_tensor` node each, in the innermost function holding it, with the
+// factory, the device= the fix passes, why the code is hot, and whether the factory draws
+// random numbers. Test files and files that place nothing on a GPU are skipped.
+void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file) return;
+  auto visit = [&](TSNode call, std::string_view callee) {
+    bool cuda = callee.size() > 5 && callee.substr(callee.size() - 5) == ".cuda";
+    bool to = callee.size() > 3 && callee.substr(callee.size() - 3) == ".to";
+    if (!cuda && !to) return;
+    TSNode args = field(call, S.f_arguments);
+    if (ts_node_is_null(args)) return;
+    std::string device;
+    if (cuda) {
+      std::vector<TSNode> a = named_children(args, S.comment);
+      device = a.empty() ? "device=\"cuda\"" : a.size() == 1 && ts_node_symbol(a[0]) != S.keyword_argument
+                                                  ? "device=" + std::string(text_of(a[0], file.text))
+                                                  : "";
+    } else {
+      device = moved_to(S, file, args);
+    }
+    if (device.empty()) return;
+    // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to the call it starts from.
+    TSNode recv = field(field(call, S.f_function), S.f_object);
+    while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.call) {
+      TSNode fn = field(recv, S.f_function);
+      if (ts_node_symbol(fn) != S.attribute) break;
+      TSNode inner = field(fn, S.f_object);
+      if (ts_node_symbol(inner) != S.call) break;
+      recv = inner;
+    }
+    if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.call) return;
+    std::string_view factory = text_of(field(recv, S.f_function), file.text);
+    if (!shape_factory(factory)) return;
+    TSNode fargs = field(recv, S.f_arguments);
+    if (ts_node_is_null(fargs) || !keyword(S, file, fargs, "device").empty()) return;  // device= or **kwargs
+    for (TSNode a : named_children(fargs, S.comment))
+      if (ts_node_symbol(a) == S.list_splat) return;
+    // torch.empty(0): nothing to copy, and a copy of no elements does not wait.
+    bool empty = true;
+    for (TSNode a : named_children(fargs, S.comment)) {
+      TSSymbol k = ts_node_symbol(a);
+      if (k == S.keyword_argument) continue;
+      std::string_view t = text_of(a, file.text);
+      empty &= t == "0" || t == "(0,)" || t == "[0]";
+    }
+    if (empty && factory != "torch.tensor") return;
+    if (lazy_init(S, file, call)) return;
+    if (factory == "torch.tensor") {
+      // Only a number: data from a list or an array lives on the host anyway.
+      std::vector<TSNode> a = named_children(fargs, S.comment);
+      TSSymbol k = a.empty() ? 0 : ts_node_symbol(a[0]);
+      if (k != S.integer && k != S.float_ && k != S.unary_operator && k != S.attribute && k != S.true_ &&
+          k != S.false_)
+        return;
+    }
+    Range r = range_of(call);
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
+    std::string hot = hot_reason(*home, r);
+    if (hot.empty()) return;
+    ir::Node node;
+    node.op = "host_tensor";
+    node.range = r;
+    node.attrs["factory"] = std::string(factory);
+    node.attrs["device"] = device;
+    node.attrs["hot"] = hot;
+    std::string_view fname = factory.substr(6);
+    if (fname.rfind("rand", 0) == 0) node.attrs["random"] = true;
+    home->nodes.push_back(std::move(node));
+  };
+  each_call_to(S, file, root, "cuda", visit);
+  each_call_to(S, file, root, "to", visit);
+}
+
+
+bool disables_grad(std::string_view t) {
+  return contains(t, "no_grad") || contains(t, "inference_mode") || contains(t, "set_grad_enabled");
+}
+
+// Whether a call site runs with autograd off: inside `with torch.no_grad():` (or
+// inference_mode, set_grad_enabled) or in a function decorated with one.
+bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.with_statement) {
+      TSNode body = field(p, S.f_body);
+      std::string_view head = std::string_view(f.text).substr(ts_node_start_byte(p),
+                                            (ts_node_is_null(body) ? ts_node_end_byte(p) : ts_node_start_byte(body)) -
+                                                ts_node_start_byte(p));
+      if (disables_grad(head)) return true;
+    }
+    if (k == S.decorated_definition) {
+      for (TSNode d : named_children(p, S.comment))
+        if (ts_node_symbol(d) == S.decorator && disables_grad(text_of(d, f.text))) return true;
+    }
+  }
+  return false;
+}
+
+// The names a function calls as a model: `model`, `net`, and whatever it puts in eval
+// mode (`student.eval()` -> `student`).
+std::vector<std::string> model_names(std::string_view fn_text) {
+  std::vector<std::string> names = {"model", "net", "self.model"};
+  for (size_t at = fn_text.find(".eval()"); at != std::string_view::npos; at = fn_text.find(".eval()", at + 1)) {
+    size_t b = at;
+    while (b > 0 && (word_byte(fn_text[b - 1]) || fn_text[b - 1] == '.')) --b;
+    if (b < at) names.emplace_back(fn_text.substr(b, at - b));
+  }
+  return names;
+}
+
+// Evaluation, validation and generation loops that call a model with autograd on: an
+// `eval_loop` node at the first model call of each such loop. The function is named
+// like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
+// code, never turns autograd off itself, and no call of it in this file does either;
+// the loop neither calls backward() nor steps an optimizer. GPU files only.
+void annotate_eval_loops(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file) return;
+  for (ir::Function& fn : out.functions) {
+    if (!fn.range.valid()) continue;
+    std::string_view name = fn.name;
+    if (size_t dot = name.rfind('.'); dot != std::string_view::npos) name = name.substr(dot + 1);
+    if (name == "<module>" || name.rfind("test", 0) == 0) continue;
+    std::string_view fn_text = file.slice(fn.range);
+    std::string lname = lower_ascii(name);
+    bool named = false;
+    for (std::string_view w : {"eval", "valid", "infer", "predict", "generate", "sample"})
+      named |= contains(lname, w);
+    if (!named && !contains(fn_text, ".eval()")) continue;
+    if (disables_grad(fn_text) || contains(fn_text, "backward(") || contains(fn_text, ".step(")) continue;
+    // Nested functions: only the innermost one holding the loop reports it.
+    bool off = false;
+    for (const ir::Region& reg : fn.regions)
+      if (reg.kind == "with") {
+        auto c = reg.attrs.find("context");
+        off |= c != reg.attrs.end() && std::get_if<std::string>(&c->second) && disables_grad(std::get<std::string>(c->second));
+      }
+    if (off) continue;
+    // Its own decorators (a wrapper such as @smart_inference_mode()), an enclosing
+    // `with`, and every call of it in this file.
+    TSNode def = ts_node_descendant_for_byte_range(root, fn.range.begin_byte, fn.range.end_byte);
+    while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = ts_node_parent(def);
+    if (ts_node_is_null(def) || grad_off_at(S, file, def)) continue;
+    bool called_off = false;
+    each_call_to(S, file, root, name, [&](TSNode call, std::string_view) { called_off |= grad_off_at(S, file, call); });
+    if (called_off) continue;
+    std::vector<std::string> models = model_names(fn_text);
+    for (const ir::Region& reg : fn.regions) {
+      if (reg.kind != "loop" || !reg.range.valid() || flag_of(reg, "training")) continue;
+      // A loop of an inlined callee is that function's own.
+      if (reg.range.begin_byte < fn.range.begin_byte || reg.range.end_byte > fn.range.end_byte) continue;
+      if (reg.parent < fn.regions.size() && reg.parent != 0) {
+        // Only the outermost loop of the function reports.
+        bool nested = false;
+        for (uint32_t r = reg.parent; r < fn.regions.size(); r = fn.regions[r].parent) {
+          nested |= fn.regions[r].kind == "loop";
+          if (r == 0) break;
+        }
+        if (nested) continue;
+      }
+      // The first call of a model in the loop.
+      TSNode first{};
+      std::string callee;
+      for (const std::string& m : models) {
+        std::string_view last = m;
+        if (size_t dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+        for (TSNode id : identifiers_named(root, file.text, last, S.identifier, reg.range.begin_byte, reg.range.end_byte)) {
+          TSNode callee_node = id, p = ts_node_parent(id);
+          if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_attribute), id)) {
+            callee_node = p;
+            p = ts_node_parent(p);
+          }
+          if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_object), callee_node) &&
+              text_of(field(p, S.f_attribute), file.text) == "generate") {
+            callee_node = p;  // model.generate(...)
+            p = ts_node_parent(p);
+          }
+          if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(field(p, S.f_function), callee_node)) continue;
+          std::string_view ct = text_of(callee_node, file.text);
+          if (ct != m && ct != m + ".generate") continue;
+          if (ts_node_is_null(first) || ts_node_start_byte(p) < ts_node_start_byte(first)) {
+            first = p;
+            callee = std::string(ct);
+          }
+          break;
+        }
+      }
+      if (ts_node_is_null(first)) continue;
+      ir::Node node;
+      node.op = "eval_loop";
+      node.range = range_of(first);
+      node.attrs["model"] = callee;
+      node.attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
+      if (!named) node.attrs["eval_mode_only"] = true;
+      if (fn.name.find('.') != std::string::npos) node.attrs["method"] = true;
+      fn.nodes.push_back(std::move(node));
+    }
+  }
+}
+
+}  // namespace
+
+void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  const Syntax& S = Syntax::get();
+  annotate_data_loaders(S, file, root, out, gpu_file);
+  annotate_zero_grads(S, file, root, out);
+  annotate_host_tensors(S, file, root, out, gpu_file);
+  annotate_eval_loops(S, file, root, out, gpu_file);
+}
+
+}  // namespace mlsem::python::program

@@ -1,0 +1,50 @@
+// Helpers shared by the program-fact passes (program_util.h).
+#include "python/program_util.h"
+
+namespace mlsem::python::program {
+
+bool test_path(std::string_view path) {
+  size_t slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return contains(path, "/test/") || contains(path, "/tests/") || contains(path, "/testing/") ||
+         base.rfind("test_", 0) == 0 || contains(base, "_test.py") || base == "conftest.py";
+}
+
+bool gpu_text(std::string_view t) {
+  return contains(t, ".cuda(") || contains(t, "\"cuda") || contains(t, "'cuda") || contains(t, ".to(device") ||
+         contains(t, "device=device") || contains(t, ".to(self.device") || contains(t, "accelerator") ||
+         contains(t, "setup_dataloaders") || contains(t, "dist_util.dev()") || contains(t, ".to(local_rank") ||
+         contains(t, ".to(rank");
+}
+
+// The innermost IR function whose range holds `r`, or null.
+ir::Function* home_of(ir::Module& out, const Range& r) {
+  ir::Function* home = nullptr;
+  for (ir::Function& fn : out.functions)
+    if (fn.range.begin_byte <= r.begin_byte && r.end_byte <= fn.range.end_byte &&
+        (!home || fn.range.end_byte - fn.range.begin_byte < home->range.end_byte - home->range.begin_byte))
+      home = &fn;
+  return home;
+}
+
+// Keyword argument `name=` of a call's argument list: its text, empty when absent;
+// "**" when the call passes **kwargs (anything may be set).
+std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name) {
+  uint32_t n = ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode a = ts_node_named_child(args, i);
+    if (ts_node_symbol(a) == S.dictionary_splat) return "**";
+    if (ts_node_symbol(a) != S.keyword_argument) continue;
+    if (text_of(ts_node_child_by_field_id(a, S.f_name), f.text) == name)
+      return std::string(text_of(ts_node_child_by_field_id(a, S.f_value), f.text));
+  }
+  return {};
+}
+
+// Whether a region attribute is a true bool.
+bool flag_of(const ir::Region& r, const char* name) {
+  auto it = r.attrs.find(name);
+  return it != r.attrs.end() && std::get_if<bool>(&it->second) && std::get<bool>(it->second);
+}
+
+}  // namespace mlsem::python::program

@@ -1,0 +1,54 @@
+// Helpers shared by the program-fact passes (program.cpp: host-device syncs;
+// program_nodes.cpp: the nodes the training rules match). Internal to analyzer/python.
+#pragma once
+
+#include <tree_sitter/api.h>
+
+#include <string>
+#include <string_view>
+
+#include "core/source.h"
+#include "core/text.h"
+#include "ir/ir.h"
+#include "python/syntax.h"
+
+namespace mlsem::python::program {
+
+// A test file: test/, tests/, testing/, test_*.py, *_test.py, conftest.py.
+bool test_path(std::string_view path);
+
+// Whether the text places tensors on a GPU somewhere (.cuda(, "cuda", .to(device, ...).
+bool gpu_text(std::string_view t);
+
+// The innermost IR function whose range holds `r`, or null.
+ir::Function* home_of(ir::Module& out, const Range& r);
+
+// Keyword argument `name=` of a call's argument list: its text, empty when absent;
+// "**" when the call passes **kwargs (anything may be set).
+std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name);
+
+// Whether a region attribute is a true bool.
+bool flag_of(const ir::Region& r, const char* name);
+
+// Each call whose callee is `name` or `x.name` (`name(...)`, `x.name(...)`), with the
+// callee's text: the identifiers spelled `name`, resolved up to their call.
+template <class F>
+void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string_view name, F&& visit) {
+  for (TSNode id : identifiers_named(root, f.text, name, S.identifier)) {
+    TSNode callee = id, p = ts_node_parent(id);
+    if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute) {
+      if (!ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id)) continue;
+      callee = p;
+      p = ts_node_parent(p);
+    }
+    if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(ts_node_child_by_field_id(p, S.f_function), callee))
+      continue;
+    visit(p, text_of(callee, f.text));
+  }
+}
+
+// The nodes the training rules match (program_nodes.cpp; docs/IR.md): `data_loader`,
+// `zero_grad`, `host_tensor`, `eval_loop`, `optimizer`.
+void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file);
+
+}  // namespace mlsem::python::program
