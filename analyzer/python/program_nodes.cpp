@@ -11,18 +11,19 @@
 namespace mlsem::python::program {
 namespace {
 
+// Whether a loop of the file calls backward() or steps an optimizer.
+bool trains(const ir::Module& out) {
+  for (const ir::Function& fn : out.functions)
+    for (const ir::Region& r : fn.regions)
+      if (r.kind == "loop" && flag_of(r, "training")) return true;
+  return false;
+}
+
 // DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
 // innermost function holding it, with what the call leaves at its slow default.
 void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
   if (test_path(file.path) || !gpu_file || !contains(file.text, "DataLoader(")) return;
-  bool trains = false;
-  for (const ir::Function& fn : out.functions)
-    for (const ir::Region& r : fn.regions)
-      if (r.kind == "loop") {
-        auto t = r.attrs.find("training");
-        trains |= t != r.attrs.end() && std::get_if<bool>(&t->second) && std::get<bool>(t->second);
-      }
-  if (!trains) return;
+  if (!trains(out)) return;
   each_call_to(S, file, root, "DataLoader", [&](TSNode n, std::string_view callee) {
     if (callee != "DataLoader" && !(callee.size() > 11 && callee.substr(callee.size() - 11) == ".DataLoader")) return;
     TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
@@ -360,6 +361,39 @@ void annotate_eval_loops(const Syntax& S, const SourceFile& file, TSNode root, i
   }
 }
 
+
+// torch.optim.Adam/AdamW built in a file that trains on a GPU, with neither fused= nor
+// foreach= chosen: an `optimizer` node each, with the class. Not when the file says
+// `fused` anywhere (it chooses already), passes **kwargs or *args, or asks for
+// capturable/differentiable (which fused does not combine with everywhere).
+void annotate_optimizers(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file || !trains(out)) return;
+  // `fused` as a name or keyword in code (not in comments or strings): the file chooses.
+  if (!identifiers_named(root, file.text, "fused", S.identifier).empty()) return;
+  bool imported = contains(file.text, "from torch.optim import");
+  for (std::string_view cls : {"Adam", "AdamW"}) {
+    each_call_to(S, file, root, cls, [&](TSNode n, std::string_view callee) {
+      bool qualified = callee.size() >= cls.size() + 6 &&
+                       callee.substr(callee.size() - cls.size() - 6) == std::string("optim.") + std::string(cls);
+      if (!qualified && !(callee == cls && imported)) return;
+      TSNode args = field(n, S.f_arguments);
+      if (ts_node_is_null(args)) return;
+      for (TSNode a : named_children(args, S.comment))
+        if (ts_node_symbol(a) == S.list_splat || ts_node_symbol(a) == S.dictionary_splat) return;
+      for (std::string_view k : {"foreach", "capturable", "differentiable"})
+        if (!keyword(S, file, args, k).empty()) return;
+      Range r = range_of(n);
+      ir::Function* home = home_of(out, r);
+      if (!home) return;
+      ir::Node node;
+      node.op = "optimizer";
+      node.range = r;
+      node.attrs["class"] = std::string(cls);
+      home->nodes.push_back(std::move(node));
+    });
+  }
+}
+
 }  // namespace
 
 void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
@@ -368,6 +402,7 @@ void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool g
   annotate_zero_grads(S, file, root, out);
   annotate_host_tensors(S, file, root, out, gpu_file);
   annotate_eval_loops(S, file, root, out, gpu_file);
+  annotate_optimizers(S, file, root, out, gpu_file);
 }
 
 }  // namespace mlsem::python::program

@@ -6,6 +6,7 @@ q_sample, a training loop that shows the loss in a tqdm progress bar every step
 sampling loop under torch.no_grad that moves the final images to the CPU.
 
 Expected findings:
+- OPT001 at the AdamW built without fused=True (a preview rule).
 - FUS003 at q_sample's `a * x_start + s * noise`: two multiplies and an add on
   full-size images, three kernels where one would do.
 - FUS003 at the ancestral update `img = ... * (img - coef * eps) + sigma * noise`:
@@ -66,7 +67,7 @@ def ema_update(ema_model, model, decay=0.9999):
 def train(model, dataloader, epochs=100, lr=2e-4, device="cuda"):
     diffusion = GaussianDiffusion(device=device)
     ema_model = copy.deepcopy(model).eval()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)  # expect: OPT001
     for epoch in range(epochs):
         pbar = tqdm(dataloader, desc=f"epoch {epoch}")
         for images, _ in pbar:

@@ -6,6 +6,7 @@ torch.no_grad, gradient accumulation with torch.autocast and a GradScaler, loggi
 guarded by `iter_num % log_interval == 0`, and a token counter updated every step.
 
 Expected findings:
+- OPT001 at the AdamW built without fused=True (a preview rule).
 - SYN001 at `tokens_seen += (Y != -1).sum().item()`: a sync on every micro-step.
 Not expected: SYN001 in estimate_loss (evaluation, no backward) and on the guarded
 logging line; LOS001 (F.cross_entropy is used inside the model).
@@ -71,7 +72,7 @@ def get_lr(it):
 
 def main():
     model = GPT(GPTConfig(block_size=block_size)).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, betas=(0.9, 0.95), weight_decay=0.1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, betas=(0.9, 0.95), weight_decay=0.1)  # expect: OPT001
     scaler = torch.amp.GradScaler("cuda")
     ctx = torch.autocast(device_type="cuda", dtype=torch.bfloat16)
 

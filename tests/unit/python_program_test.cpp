@@ -209,5 +209,46 @@ def test_eval(model, loader):
     EXPECT_TRUE(eval_loops(m, fn).empty()) << fn;
 }
 
+std::vector<const ir::Node*> optimizers(const ir::Module& m, std::string_view fn) {
+  std::vector<const ir::Node*> out;
+  if (const ir::Function* f = function(m, fn))
+    for (ir::NodeId id : nodes_with_op(*f, "optimizer")) out.push_back(&f->nodes[id]);
+  return out;
+}
+
+TEST(PythonProgram, OptimizerNodesForAdamWithoutAChoiceInGpuTrainingFiles) {
+  const char* src = R"(
+import torch
+from torch import optim
+def train(model, loader, kw):
+    model.cuda()
+    a = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    b = optim.Adam(model.parameters())
+    c = torch.optim.AdamW(model.parameters(), foreach=True)
+    d = torch.optim.Adam(model.parameters(), **kw)
+    e = torch.optim.SGD(model.parameters(), lr=0.1)
+    f = my.AdamW(model.parameters())
+    for x in loader:
+        model(x).sum().backward()
+        a.step()
+)";
+  ir::Module m = build(src);
+  auto o = optimizers(m, "train");
+  ASSERT_EQ(o.size(), 2u) << ir::to_text(m);
+  std::vector<std::string> classes = {str(*o[0], "class"), str(*o[1], "class")};
+  std::sort(classes.begin(), classes.end());
+  EXPECT_EQ(classes, (std::vector<std::string>{"Adam", "AdamW"}));
+
+  // The file chooses fused somewhere (nanoGPT's `dict(fused=True)`): nothing; a comment
+  // that says fused does not count.
+  std::string chooses = std::string(src) + "extra = dict(fused=True)\n";
+  EXPECT_TRUE(optimizers(build(chooses), "train").empty());
+  std::string comment = std::string(src) + "# fused=True would be faster\n";
+  EXPECT_EQ(optimizers(build(comment), "train").size(), 2u);
+  // No training loop in the file, or no GPU: nothing.
+  ir::Module no_loop = build("import torch\ndef make(model):\n    model.cuda()\n    return torch.optim.AdamW(model.parameters())\n");
+  EXPECT_TRUE(optimizers(no_loop, "make").empty());
+}
+
 }  // namespace
 }  // namespace mlsem
