@@ -394,6 +394,78 @@ void annotate_optimizers(const Syntax& S, const SourceFile& file, TSNode root, i
   }
 }
 
+// Whether `n` runs only under a condition or in a debugging helper: an enclosing `if`,
+// conditional expression or `try`, or a function whose name says debug.
+bool conditional(const Syntax& S, const SourceFile& f, TSNode n) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.if_statement || k == S.conditional_expression || k == S.try_statement || k == S.elif_clause)
+      return true;
+    if (k == S.function_definition && contains(lower_ascii(text_of(field(p, S.f_name), f.text)), "debug")) return true;
+  }
+  return false;
+}
+
+// Debugging switches left on in a script that trains or runs as a program: a
+// `debug_mode` node each, with the API. Anomaly detection (`set_detect_anomaly(True)`,
+// `detect_anomaly()`), `emit_nvtx()`, `torch.cuda.set_sync_debug_mode(...)` other than
+// 0/"default", and CUDA_LAUNCH_BLOCKING=1 set from code; only where they run
+// unconditionally (not under an `if`, a conditional expression, a `try`, or in a function
+// named like debug), outside test files.
+void annotate_debug_modes(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  if (test_path(file.path)) return;
+  if (!contains(file.text, "anomaly") && !contains(file.text, "emit_nvtx") && !contains(file.text, "sync_debug_mode") &&
+      !contains(file.text, "CUDA_LAUNCH_BLOCKING"))
+    return;
+  if (!trains(out) && !contains(file.text, "__main__")) return;
+  auto add = [&](TSNode at, std::string api) {
+    if (conditional(S, file, at)) return;
+    Range r = range_of(at);
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
+    ir::Node node;
+    node.op = "debug_mode";
+    node.range = r;
+    node.attrs["api"] = std::move(api);
+    home->nodes.push_back(std::move(node));
+  };
+  auto first_arg = [&](TSNode call) -> std::string {
+    TSNode args = field(call, S.f_arguments);
+    std::vector<TSNode> a = ts_node_is_null(args) ? std::vector<TSNode>{} : named_children(args, S.comment);
+    if (a.empty()) return {};
+    TSNode v = ts_node_symbol(a[0]) == S.keyword_argument ? field(a[0], S.f_value) : a[0];
+    return std::string(text_of(v, file.text));
+  };
+  each_call_to(S, file, root, "set_detect_anomaly", [&](TSNode n, std::string_view callee) {
+    if (contains(callee, "autograd") && first_arg(n) == "True") add(n, "torch.autograd.set_detect_anomaly(True)");
+  });
+  each_call_to(S, file, root, "detect_anomaly", [&](TSNode n, std::string_view callee) {
+    if (contains(callee, "autograd")) add(n, "torch.autograd.detect_anomaly()");
+  });
+  each_call_to(S, file, root, "emit_nvtx", [&](TSNode n, std::string_view callee) {
+    if (contains(callee, "profiler")) add(n, "torch.autograd.profiler.emit_nvtx()");
+  });
+  each_call_to(S, file, root, "set_sync_debug_mode", [&](TSNode n, std::string_view callee) {
+    std::string mode = first_arg(n);
+    if (contains(callee, "cuda") && mode != "0" && mode != "\"default\"" && mode != "'default'")
+      add(n, "torch.cuda.set_sync_debug_mode(" + mode + ")");
+  });
+  // os.environ["CUDA_LAUNCH_BLOCKING"] = "1": every kernel launch waits for the kernel.
+  for (size_t at = file.text.find("CUDA_LAUNCH_BLOCKING"); at != std::string::npos;
+       at = file.text.find("CUDA_LAUNCH_BLOCKING", at + 1)) {
+    TSNode str = ts_node_named_descendant_for_byte_range(root, static_cast<uint32_t>(at), static_cast<uint32_t>(at + 20));
+    while (!ts_node_is_null(str) && ts_node_symbol(str) != S.string) str = ts_node_parent(str);
+    if (ts_node_is_null(str)) continue;
+    TSNode sub = ts_node_parent(str);
+    if (ts_node_is_null(sub) || ts_node_symbol(sub) != S.subscript) continue;
+    TSNode assign = ts_node_parent(sub);
+    if (ts_node_is_null(assign) || ts_node_symbol(assign) != S.assignment || !ts_node_eq(field(assign, S.f_left), sub))
+      continue;
+    std::string_view value = text_of(field(assign, S.f_right), file.text);
+    if (value == "\"1\"" || value == "'1'") add(assign, "CUDA_LAUNCH_BLOCKING=1");
+  }
+}
+
 }  // namespace
 
 void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
@@ -403,6 +475,7 @@ void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool g
   annotate_host_tensors(S, file, root, out, gpu_file);
   annotate_eval_loops(S, file, root, out, gpu_file);
   annotate_optimizers(S, file, root, out, gpu_file);
+  annotate_debug_modes(S, file, root, out);
 }
 
 }  // namespace mlsem::python::program

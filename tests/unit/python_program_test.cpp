@@ -250,5 +250,34 @@ def train(model, loader, kw):
   EXPECT_TRUE(optimizers(no_loop, "make").empty());
 }
 
+std::vector<std::string> debug_apis(const ir::Module& m) {
+  std::vector<std::string> out;
+  for (const ir::Function& f : m.functions)
+    for (ir::NodeId id : nodes_with_op(f, "debug_mode")) out.push_back(str(f.nodes[id], "api"));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(PythonProgram, DebugModesOnlyInProgramsAndOnlyUnconditional) {
+  const char* script = R"(
+import os
+import torch
+os.environ['CUDA_LAUNCH_BLOCKING'] = '1'
+os.environ["CUDA_LAUNCH_BLOCKING"] = "0"
+torch.cuda.set_sync_debug_mode(2)
+x = torch.autograd.set_detect_anomaly(flag)
+y = torch.autograd.detect_anomaly() if flag else None
+if __name__ == "__main__":
+    torch.autograd.profiler.emit_nvtx()
+)";
+  EXPECT_EQ(debug_apis(build(script)),
+            (std::vector<std::string>{"CUDA_LAUNCH_BLOCKING=1", "torch.cuda.set_sync_debug_mode(2)"}));
+  // A library module (no training loop, no __main__): its debug helpers are not left on.
+  ir::Module library = build("import torch\ndef check(f):\n    with torch.autograd.detect_anomaly():\n        f()\n");
+  EXPECT_TRUE(debug_apis(library).empty());
+  ir::Module test = python::build_ir(SourceFile{"tests/test_x.py", script});
+  EXPECT_TRUE(debug_apis(test).empty());
+}
+
 }  // namespace
 }  // namespace mlsem
