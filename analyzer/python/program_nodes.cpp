@@ -466,6 +466,87 @@ void annotate_debug_modes(const Syntax& S, const SourceFile& file, TSNode root, 
   }
 }
 
+// The DataLoaders of the file that pin their batches (pin_memory=True, as written):
+// the names they are assigned to, and whether every DataLoader call of the file pins.
+struct PinnedLoaders {
+  std::vector<std::string> names;
+  bool any = false, all = true;
+};
+
+PinnedLoaders pinned_loaders(const Syntax& S, const SourceFile& file, TSNode root) {
+  PinnedLoaders out;
+  if (!contains(file.text, "pin_memory")) return out;
+  each_call_to(S, file, root, "DataLoader", [&](TSNode n, std::string_view) {
+    TSNode args = field(n, S.f_arguments);
+    bool pinned = !ts_node_is_null(args) && keyword(S, file, args, "pin_memory") == "True";
+    out.any |= pinned;
+    out.all &= pinned;
+    TSNode parent = ts_node_parent(n);
+    if (pinned && !ts_node_is_null(parent) && ts_node_symbol(parent) == S.assignment &&
+        ts_node_symbol(field(parent, S.f_left)) == S.identifier)
+      out.names.emplace_back(text_of(field(parent, S.f_left), file.text));
+  });
+  return out;
+}
+
+// Whether the innermost `for` around `n` binds `name` (`for step, (x, y) in
+// enumerate(loader)` binds step, x and y) while iterating over a pinned loader: one of
+// `pinned.names` in its iterable, or any iterable when every DataLoader of the file pins.
+bool bound_by_pinned_loop(const Syntax& S, const SourceFile& f, TSNode n, std::string_view name,
+                          const PinnedLoaders& pinned) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.function_definition) return false;
+    if (k != S.for_statement) continue;
+    if (word_offsets(text_of(field(p, S.f_left), f.text), name).empty()) return false;
+    if (pinned.all) return true;
+    std::string_view iterable = text_of(field(p, S.f_right), f.text);
+    for (const std::string& loader : pinned.names)
+      if (!word_offsets(iterable, loader).empty()) return true;
+    return false;
+  }
+  return false;
+}
+
+// In a file whose DataLoader pins batches: `x.to(device)` / `x.cuda()` of a batch the
+// step loop binds (`for x, y in loader`, or `batch["x"]` of it), without
+// non_blocking=True: a `blocking_copy` node each, with the receiver. The pinned batch
+// could be copied asynchronously; a blocking copy waits for the GPU's queue.
+void annotate_blocking_copies(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+  if (test_path(file.path) || !gpu_file) return;
+  PinnedLoaders pinned = pinned_loaders(S, file, root);
+  if (!pinned.any) return;
+  auto visit = [&](TSNode call, std::string_view callee) {
+    bool cuda = callee.size() > 5 && callee.substr(callee.size() - 5) == ".cuda";
+    bool to = callee.size() > 3 && callee.substr(callee.size() - 3) == ".to";
+    if (!cuda && !to) return;
+    TSNode args = field(call, S.f_arguments);
+    if (ts_node_is_null(args) || !keyword(S, file, args, "non_blocking").empty()) return;  // set, or **kwargs
+    if (to) {
+      std::string device = moved_to(S, file, args);
+      if (device.empty() || contains(device, ".dtype")) return;  // a dtype, the CPU, another tensor
+    }
+    TSNode recv = field(field(call, S.f_function), S.f_object);
+    while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.subscript) recv = field(recv, S.f_value);
+    if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.identifier) return;
+    std::string_view name = text_of(recv, file.text);
+    if (!bound_by_pinned_loop(S, file, call, name, pinned)) return;
+    Range r = range_of(call);
+    ir::Function* home = home_of(out, r);
+    if (!home) return;
+    std::string hot = hot_reason(*home, r);
+    if (hot.empty() || hot == "forward pass") return;
+    ir::Node node;
+    node.op = "blocking_copy";
+    node.range = r;
+    node.attrs["receiver"] = std::string(text_of(field(field(call, S.f_function), S.f_object), file.text));
+    node.attrs["hot"] = hot;
+    home->nodes.push_back(std::move(node));
+  };
+  each_call_to(S, file, root, "cuda", visit);
+  each_call_to(S, file, root, "to", visit);
+}
+
 }  // namespace
 
 void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
@@ -476,6 +557,7 @@ void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool g
   annotate_eval_loops(S, file, root, out, gpu_file);
   annotate_optimizers(S, file, root, out, gpu_file);
   annotate_debug_modes(S, file, root, out);
+  annotate_blocking_copies(S, file, root, out, gpu_file);
 }
 
 }  // namespace mlsem::python::program
