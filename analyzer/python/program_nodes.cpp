@@ -30,16 +30,11 @@ void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root,
     if (ts_node_is_null(args)) return;
     std::string workers = keyword(S, file, args, "num_workers"), pin = keyword(S, file, args, "pin_memory");
     if (workers == "**" || pin == "**") return;
-    Range r = range_of(n);
-    ir::Function* home = home_of(out, r);
-    if (!home) return;
-    ir::Node node;
-    node.op = "data_loader";
-    node.range = r;
-    node.attrs["callee"] = std::string("torch.utils.data.DataLoader");
-    if (workers.empty() || workers == "0") node.attrs["no_workers"] = true;
-    if (pin.empty() || pin == "False") node.attrs["no_pin_memory"] = true;
-    home->nodes.push_back(std::move(node));
+    ir::Node* node = add_node(out, range_of(n), "data_loader");
+    if (!node) return;
+    node->attrs["callee"] = std::string("torch.utils.data.DataLoader");
+    if (workers.empty() || workers == "0") node->attrs["no_workers"] = true;
+    if (pin.empty() || pin == "False") node->attrs["no_pin_memory"] = true;
   });
 }
 
@@ -74,16 +69,11 @@ void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, i
       if (k == S.list_splat) return;  // *args: anything may be passed
       if (k != S.keyword_argument) set_to_none = std::string(text_of(first, file.text));
     }
-    Range r = range_of(n);
-    ir::Function* home = home_of(out, r);
-    if (!home) return;
-    ir::Node node;
-    node.op = "zero_grad";
-    node.range = r;
-    node.attrs["receiver"] = std::string(callee.substr(0, callee.size() - 10));
-    node.attrs["set_to_none"] = set_to_none;
-    if (grads_read) node.attrs["reads_grad"] = true;
-    home->nodes.push_back(std::move(node));
+    ir::Node* node = add_node(out, range_of(n), "zero_grad");
+    if (!node) return;
+    node->attrs["receiver"] = std::string(callee.substr(0, callee.size() - 10));
+    node->attrs["set_to_none"] = set_to_none;
+    if (grads_read) node->attrs["reads_grad"] = true;
   });
 }
 
@@ -221,15 +211,12 @@ void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root,
     if (!home) return;
     std::string hot = hot_reason(*home, r);
     if (hot.empty()) return;
-    ir::Node node;
-    node.op = "host_tensor";
-    node.range = r;
+    ir::Node& node = push_node(*home, r, "host_tensor");
     node.attrs["factory"] = std::string(factory);
     node.attrs["device"] = device;
     node.attrs["hot"] = hot;
     std::string_view fname = factory.substr(6);
     if (fname.rfind("rand", 0) == 0) node.attrs["random"] = true;
-    home->nodes.push_back(std::move(node));
   };
   each_call_to(S, file, root, "cuda", visit);
   each_call_to(S, file, root, "to", visit);
@@ -349,14 +336,11 @@ void annotate_eval_loops(const Syntax& S, const SourceFile& file, TSNode root, i
         }
       }
       if (ts_node_is_null(first)) continue;
-      ir::Node node;
-      node.op = "eval_loop";
-      node.range = range_of(first);
+      ir::Node& node = push_node(fn, range_of(first), "eval_loop");
       node.attrs["model"] = callee;
       node.attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
       if (!named) node.attrs["eval_mode_only"] = true;
       if (fn.name.find('.') != std::string::npos) node.attrs["method"] = true;
-      fn.nodes.push_back(std::move(node));
     }
   }
 }
@@ -382,14 +366,9 @@ void annotate_optimizers(const Syntax& S, const SourceFile& file, TSNode root, i
         if (ts_node_symbol(a) == S.list_splat || ts_node_symbol(a) == S.dictionary_splat) return;
       for (std::string_view k : {"foreach", "capturable", "differentiable"})
         if (!keyword(S, file, args, k).empty()) return;
-      Range r = range_of(n);
-      ir::Function* home = home_of(out, r);
-      if (!home) return;
-      ir::Node node;
-      node.op = "optimizer";
-      node.range = r;
-      node.attrs["class"] = std::string(cls);
-      home->nodes.push_back(std::move(node));
+      ir::Node* node = add_node(out, range_of(n), "optimizer");
+      if (!node) return;
+      node->attrs["class"] = std::string(cls);
     });
   }
 }
@@ -420,14 +399,9 @@ void annotate_debug_modes(const Syntax& S, const SourceFile& file, TSNode root, 
   if (!trains(out) && !contains(file.text, "__main__")) return;
   auto add = [&](TSNode at, std::string api) {
     if (conditional(S, file, at)) return;
-    Range r = range_of(at);
-    ir::Function* home = home_of(out, r);
-    if (!home) return;
-    ir::Node node;
-    node.op = "debug_mode";
-    node.range = r;
-    node.attrs["api"] = std::move(api);
-    home->nodes.push_back(std::move(node));
+    ir::Node* node = add_node(out, range_of(at), "debug_mode");
+    if (!node) return;
+    node->attrs["api"] = std::move(api);
   };
   auto first_arg = [&](TSNode call) -> std::string {
     TSNode args = field(call, S.f_arguments);
@@ -536,12 +510,9 @@ void annotate_blocking_copies(const Syntax& S, const SourceFile& file, TSNode ro
     if (!home) return;
     std::string hot = hot_reason(*home, r);
     if (hot.empty() || hot == "forward pass") return;
-    ir::Node node;
-    node.op = "blocking_copy";
-    node.range = r;
+    ir::Node& node = push_node(*home, r, "blocking_copy");
     node.attrs["receiver"] = std::string(text_of(field(field(call, S.f_function), S.f_object), file.text));
     node.attrs["hot"] = hot;
-    home->nodes.push_back(std::move(node));
   };
   each_call_to(S, file, root, "cuda", visit);
   each_call_to(S, file, root, "to", visit);

@@ -23,6 +23,21 @@ bool gpu_text(std::string_view t);
 // The innermost IR function whose range holds `r`, or null.
 ir::Function* home_of(ir::Module& out, const Range& r);
 
+// A node `op` at `r`, appended to `home`'s nodes (the program facts add nodes by range,
+// outside the data flow): the reference is valid until the next node is added.
+inline ir::Node& push_node(ir::Function& home, const Range& r, std::string op) {
+  ir::Node& node = home.nodes.emplace_back();
+  node.op = std::move(op);
+  node.range = r;
+  return node;
+}
+
+// The same in the innermost function holding `r`; null when none does.
+inline ir::Node* add_node(ir::Module& out, const Range& r, std::string op) {
+  ir::Function* home = home_of(out, r);
+  return home ? &push_node(*home, r, std::move(op)) : nullptr;
+}
+
 // Keyword argument `name=` of a call's argument list: its text, empty when absent;
 // "**" when the call passes **kwargs (anything may be set).
 std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name);
