@@ -214,8 +214,11 @@ void Server::worker_loop(std::stop_token stop) {
       continue;
     }
     if (next->due > Clock::now()) {  // until it is due, or another change comes
+      // A copy: wait_until reads the deadline again on every wake-up, with the lock
+      // released in between, and a didClose may free the document meanwhile.
+      Clock::time_point due = next->due;
       uint64_t seen = scheduled_;
-      wake_.wait_until(lock, stop, next->due, [&] { return scheduled_ != seen; });
+      wake_.wait_until(lock, stop, due, [&] { return scheduled_ != seen; });
       continue;
     }
     std::string uri = next->uri;

@@ -224,6 +224,40 @@ test('push diagnostics are re-published when pyproject.toml changes', async (t) 
   assert.equal(await c.close(), 0);
 });
 
+test('a document closed while its analysis waits out the debounce: the worker does not read it again', async (t) => {
+  // The worker waits until the document's due time; a configuration change with no
+  // document open wakes it without new work, and it must not read the closed
+  // document's deadline (a use after free that AddressSanitizer reports; the sanitized
+  // build runs this test).
+  const root = tempWorkspace();
+  const uri = uriOf(path.join(root, 'model.py'));
+  const c = new Client(t, ['--debounce', '2000']);
+  await c.initialize(capabilitiesFor('utf-16'), { rootUri: uriOf(root) });
+  // A server that dies here says why on stderr (AddressSanitizer's report).
+  const died = (e) => assert.fail(`${e.message}; the end of the server's stderr:\n${c.stderr.slice(-3000)}`);
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  try {
+    for (let round = 0; round < 3; round++) {
+      await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: SOURCE } });
+      await c.diagnostics(uri, 1);
+      // Two changes in a row: typing, so the analysis waits 2 s.
+      for (const version of [2, 3])
+        await c.notify('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text: SOURCE + '\n'.repeat(version) }] });
+      // Pauses let the worker settle into its wait before each next message.
+      await pause(200);
+      await c.notify('textDocument/didClose', { textDocument: { uri } });
+      await pause(200);
+      await c.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: uriOf(path.join(root, 'mlsem.toml')), type: 2 }] });
+    }
+    // Past the deadline the worker wakes again; the server still answers.
+    await pause(2500);
+    assert.equal(await errorCode(c.request('mlsem/probe', {})), -32601);
+  } catch (e) {
+    died(e);
+  }
+  assert.equal(await c.close(), 0, c.stderr);
+});
+
 test('each document gets its nearest configuration, as mlsem analyze applies it', async (t) => {
   const root = tempWorkspace();
   fs.mkdirSync(path.join(root, 'sub'));

@@ -37,7 +37,14 @@ class Raw {
     // Read the server's stderr (its log, sanitizer reports): a pipe nobody reads fills up
     // at 64 KB and then blocks the server's next write, a hang that is the test's own.
     this.stderr = '';
-    this.proc.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
+    this.proc.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-65536)));
+  }
+  // What the server's stderr says: a sanitizer report from its first line (its stack
+  // names the cause; the end only says where the thread was made), else the last lines.
+  report() {
+    const at = this.stderr.indexOf('ERROR: ');
+    return at >= 0 ? 'the server reported: ' + this.stderr.slice(Math.max(0, at - 100), at + 6000)
+      : 'the end of its stderr: ' + this.stderr.slice(-4000);
   }
   feed(data) {
     this.buffer = Buffer.concat([this.buffer, data]);
@@ -68,7 +75,7 @@ class Raw {
     const seen = this.messages.find(pred);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no answer in time; the end of stderr: ' + this.stderr)), timeoutMs);
+      const timer = setTimeout(() => reject(new Error('no answer in time; ' + this.report())), timeoutMs);
       this.waiters.push({ pred, resolve: (m) => (clearTimeout(timer), resolve(m)) });
     });
   }
