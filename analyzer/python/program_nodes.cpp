@@ -19,6 +19,48 @@ bool trains(const ir::Module& out) {
   return false;
 }
 
+// The class a DataLoader's dataset is built from: the callee of `TensorDataset(...)` or of
+// `ds = Cls(...)`, the last binding of the argument's name before the call in the same
+// function; empty when it cannot be read.
+std::string dataset_class(const Syntax& S, const SourceFile& f, TSNode root, TSNode loader_call, TSNode arg) {
+  if (ts_node_symbol(arg) == S.call) return std::string(text_of(field(arg, S.f_function), f.text));
+  if (ts_node_symbol(arg) != S.identifier) return {};
+  TSNode def = loader_call;
+  while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = ts_node_parent(def);
+  size_t from = ts_node_is_null(def) ? 0 : ts_node_start_byte(def);
+  std::string cls;
+  for (TSNode id : identifiers_named(root, f.text, text_of(arg, f.text), S.identifier, from, ts_node_start_byte(loader_call))) {
+    TSNode a = ts_node_parent(id);
+    if (ts_node_is_null(a) || ts_node_symbol(a) != S.assignment || !ts_node_eq(field(a, S.f_left), id)) continue;
+    TSNode right = field(a, S.f_right);
+    cls = ts_node_symbol(right) == S.call ? std::string(text_of(field(right, S.f_function), f.text)) : std::string();
+  }
+  return cls;
+}
+
+// Whether a dataset class holds its samples in memory: TensorDataset, or a class of this
+// file whose __getitem__ reads, decodes or transforms nothing (it only indexes what
+// __init__ loaded).
+bool in_memory_dataset(const Syntax& S, const SourceFile& f, TSNode root, std::string_view cls) {
+  if (cls == "TensorDataset" || (cls.size() > 14 && cls.substr(cls.size() - 14) == ".TensorDataset")) return true;
+  if (cls.empty() || cls.find('.') != std::string_view::npos) return false;
+  for (TSNode id : identifiers_named(root, f.text, cls, S.identifier)) {
+    TSNode c = ts_node_parent(id);
+    if (ts_node_is_null(c) || ts_node_symbol(c) != S.class_definition || !ts_node_eq(field(c, S.f_name), id)) continue;
+    for (TSNode g : identifiers_named(root, f.text, "__getitem__", S.identifier, ts_node_start_byte(c), ts_node_end_byte(c))) {
+      TSNode fn = ts_node_parent(g);
+      if (ts_node_is_null(fn) || ts_node_symbol(fn) != S.function_definition) continue;
+      std::string body = lower_ascii(text_of(fn, f.text));
+      for (std::string_view work : {"open(", "load", "read", "image", "decode", "transform", "augment", "tokeniz", "cv2",
+                                    "resize", "crop", "fetch", "get(", "subprocess"})
+        if (contains(body, work)) return false;
+      return true;
+    }
+    return false;  // no __getitem__ of its own: an iterable or inherited one
+  }
+  return false;
+}
+
 // DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
 // innermost function holding it, with what the call leaves at its slow default.
 void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
@@ -33,6 +75,15 @@ void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root,
     ir::Node* node = add_node(out, range_of(n), "data_loader");
     if (!node) return;
     node->attrs["callee"] = std::string("torch.utils.data.DataLoader");
+    std::vector<TSNode> a = named_children(args, S.comment);
+    TSNode dataset = !a.empty() && ts_node_symbol(a[0]) != S.keyword_argument ? a[0] : TSNode{};
+    for (TSNode k : a)
+      if (ts_node_symbol(k) == S.keyword_argument && text_of(field(k, S.f_name), file.text) == "dataset")
+        dataset = field(k, S.f_value);
+    if (!ts_node_is_null(dataset)) {
+      std::string cls = dataset_class(S, file, root, n, dataset);
+      if (in_memory_dataset(S, file, root, cls)) node->attrs["in_memory"] = cls;
+    }
     if (workers.empty() || workers == "0") node->attrs["no_workers"] = true;
     if (pin.empty() || pin == "False") node->attrs["no_pin_memory"] = true;
   });

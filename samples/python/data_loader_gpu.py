@@ -4,12 +4,15 @@ Expected findings:
 - DAT001 on the training loader (no workers, no pinned memory) and on the
   evaluation loader that has workers but no pinned memory.
 Not expected: DAT001 on the loader with workers and pinned memory, on the one whose
-settings come from **kwargs, and on the one configured from the command line.
+settings come from **kwargs, on the one configured from the command line, and (at the
+default --min-confidence) on loaders of in-memory datasets: a TensorDataset, and a
+class whose __getitem__ only indexes what __init__ built. A dataset that reads its
+files in __getitem__ is still reported.
 """
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 
 def train(model, train_set, val_set, args, loader_kwargs, epochs=10):
@@ -29,3 +32,40 @@ def train(model, train_set, val_set, args, loader_kwargs, epochs=10):
             loss.backward()
             optimizer.step()
     return model, val_loader, fast_loader, kw_loader, cli_loader
+
+
+class RandomPairs(Dataset):
+    def __init__(self, n):
+        self.x = torch.rand(n, 20)
+        self.y = torch.rand(n, 1)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+class ImageFiles(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        return torch.load(self.paths[i])
+
+
+def train_small(model, optimizer, paths):
+    device = torch.device("cuda")
+    model.to(device)
+    pairs = RandomPairs(2048)
+    toy_loader = DataLoader(pairs, batch_size=32)  # ok: DAT001
+    tensor_loader = DataLoader(TensorDataset(torch.rand(64, 20), torch.rand(64, 1)), batch_size=8)  # ok: DAT001
+    files = ImageFiles(paths)
+    file_loader = DataLoader(files, batch_size=32)  # expect: DAT001
+    for loader in (toy_loader, tensor_loader, file_loader):
+        for x, y in loader:
+            F.mse_loss(model(x.to(device)), y.to(device)).backward()
+            optimizer.step()
