@@ -42,6 +42,13 @@ inline std::string read_sample(const std::string& sample) {
   return s.str();
 }
 
+// Options that keep every finding, whatever its confidence.
+inline DriverOptions everything() {
+  DriverOptions options;
+  options.min_confidence = 0.0;
+  return options;
+}
+
 inline SampleFindings analyze_sample(const std::string& sample, const DriverOptions& options = {}) {
   SampleFindings out;
   std::string path = std::string(MLSEM_SOURCE_DIR) + "/" + sample;

@@ -10,13 +10,9 @@
 namespace mlsem {
 namespace {
 
+using test_support::everything;
 using test_support::SampleFindings;
 
-DriverOptions everything() {
-  DriverOptions options;
-  options.min_confidence = 0.0;
-  return options;
-}
 
 bool says(const Finding& f, const std::string& words) {
   for (const Evidence& e : f.evidence)

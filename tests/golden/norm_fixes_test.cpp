@@ -12,11 +12,8 @@ namespace mlsem {
 namespace {
 
 const test_support::SampleFindings& analyzed() {
-  static const test_support::SampleFindings result = [] {
-    DriverOptions options;
-    options.min_confidence = 0.0;
-    return test_support::analyze_sample("samples/python/norm_fix_variants.py", options);
-  }();
+  static const test_support::SampleFindings result =
+      test_support::analyze_sample("samples/python/norm_fix_variants.py", test_support::everything());
   return result;
 }
 

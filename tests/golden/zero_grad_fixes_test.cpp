@@ -13,13 +13,9 @@
 namespace mlsem {
 namespace {
 
+using test_support::everything;
 using test_support::SampleFindings;
 
-DriverOptions everything() {
-  DriverOptions options;
-  options.min_confidence = 0.0;
-  return options;
-}
 
 std::vector<Finding> trn001(const SampleFindings& a) { return test_support::of_rule(a.findings, "TRN001"); }
 

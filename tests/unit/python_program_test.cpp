@@ -14,13 +14,18 @@ using pytest::flag;
 using pytest::function;
 using pytest::nodes_with_op;
 
-std::vector<const ir::Node*> host_tensors(const ir::Module& m, std::string_view fn) {
+// The nodes `op` of function `fn`, in source order (the program facts add them by kind).
+std::vector<const ir::Node*> nodes_of(const ir::Module& m, std::string_view fn, std::string_view op) {
   std::vector<const ir::Node*> out;
   const ir::Function* f = function(m, fn);
   if (!f) return out;
-  for (ir::NodeId id : nodes_with_op(*f, "host_tensor")) out.push_back(&f->nodes[id]);
+  for (ir::NodeId id : nodes_with_op(*f, op)) out.push_back(&f->nodes[id]);
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->range.begin_byte < b->range.begin_byte; });
   return out;
+}
+
+std::vector<const ir::Node*> host_tensors(const ir::Module& m, std::string_view fn) {
+  return nodes_of(m, fn, "host_tensor");
 }
 
 std::string str(const ir::Node& n, const std::string& key) {
@@ -131,12 +136,7 @@ class M(nn.Module):
   EXPECT_TRUE(host_tensors(cpu, "M.forward").empty());
 }
 
-std::vector<const ir::Node*> eval_loops(const ir::Module& m, std::string_view fn) {
-  std::vector<const ir::Node*> out;
-  if (const ir::Function* f = function(m, fn))
-    for (ir::NodeId id : nodes_with_op(*f, "eval_loop")) out.push_back(&f->nodes[id]);
-  return out;
-}
+std::vector<const ir::Node*> eval_loops(const ir::Module& m, std::string_view fn) { return nodes_of(m, fn, "eval_loop"); }
 
 TEST(PythonProgram, EvalLoopIsTheFirstModelCallOfAnInferenceLoop) {
   ir::Module m = build(R"(
@@ -209,12 +209,7 @@ def test_eval(model, loader):
     EXPECT_TRUE(eval_loops(m, fn).empty()) << fn;
 }
 
-std::vector<const ir::Node*> optimizers(const ir::Module& m, std::string_view fn) {
-  std::vector<const ir::Node*> out;
-  if (const ir::Function* f = function(m, fn))
-    for (ir::NodeId id : nodes_with_op(*f, "optimizer")) out.push_back(&f->nodes[id]);
-  return out;
-}
+std::vector<const ir::Node*> optimizers(const ir::Module& m, std::string_view fn) { return nodes_of(m, fn, "optimizer"); }
 
 TEST(PythonProgram, OptimizerNodesForAdamWithoutAChoiceInGpuTrainingFiles) {
   const char* src = R"(
