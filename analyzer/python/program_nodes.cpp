@@ -406,6 +406,10 @@ void annotate_optimizers(const Syntax& S, const SourceFile& file, TSNode root, i
   // `fused` as a name or keyword in code (not in comments or strings): the file chooses.
   if (!identifiers_named(root, file.text, "fused", S.identifier).empty()) return;
   bool imported = contains(file.text, "from torch.optim import");
+  // A script that also runs without CUDA (torch.accelerator, MPS, a CPU device).
+  std::string_view t = file.text;
+  bool any_device = contains(t, "torch.accelerator") || contains(t, "\"mps") || contains(t, "'mps") ||
+                    contains(t, "backends.mps") || contains(t, "\"cpu\"") || contains(t, "'cpu'");
   for (std::string_view cls : {"Adam", "AdamW"}) {
     each_call_to(S, file, root, cls, [&](TSNode n, std::string_view callee) {
       bool qualified = callee.size() >= cls.size() + 6 &&
@@ -420,6 +424,7 @@ void annotate_optimizers(const Syntax& S, const SourceFile& file, TSNode root, i
       ir::Node* node = add_node(out, range_of(n), "optimizer");
       if (!node) return;
       node->attrs["class"] = std::string(cls);
+      if (any_device) node->attrs["any_device"] = true;
     });
   }
 }
