@@ -18,6 +18,7 @@ namespace mlsem::python {
 namespace {
 
 using program::home_of;
+using program::last_part;
 using program::test_path;
 
 
@@ -84,10 +85,9 @@ struct Facts {
 bool display_call(const Syntax& S, const SourceFile& f, TSNode n) {
   if (ts_node_symbol(n) != S.call) return false;
   std::string_view callee = text_of(field(n, S.f_function), f.text);
-  size_t dot = callee.rfind('.');
-  std::string_view last = dot == std::string_view::npos ? callee : callee.substr(dot + 1);
+  std::string_view last = last_part(callee);
   return callee == "print" || last == "set_description" || last == "set_postfix" || last == "set_postfix_str" ||
-         (dot != std::string_view::npos && (last == "info" || last == "debug" || last == "write"));
+         (last != callee && (last == "info" || last == "debug" || last == "write"));
 }
 
 // Whether `n` is (inside) an argument of a display call, within its statement.
@@ -208,8 +208,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   bool test_file = test_path(file.path);
   bool bench_file = contains(file.path, "bench");
   // A benchmark or profiling script (bench.py, benchmark_x.py): its loops measure.
-  std::string_view base = file.path;
-  if (size_t slash = base.rfind('/'); slash != std::string_view::npos) base = base.substr(slash + 1);
+  std::string_view base = last_part(file.path, '/');
   bool bench_script = base.rfind("bench", 0) == 0 || contains(base, "benchmark") || base.rfind("profile", 0) == 0;
   for (ir::Function& fn : out.functions) {
     // `if` regions: the periodic guard of their condition (the first clause's).
@@ -221,8 +220,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       std::string_view c = text_of(ts_node_child_by_field_id(s, S.f_condition), file.text);
       if (periodic_condition(c)) reg.attrs["guard"] = std::string(c);
     }
-    std::string_view short_name = fn.name;
-    if (size_t dot = short_name.rfind('.'); dot != std::string_view::npos) short_name = short_name.substr(dot + 1);
+    std::string_view short_name = last_part(fn.name);
     std::string_view fn_text = file.slice(fn.range);
     bool test_fn = short_name.rfind("test", 0) == 0;
     bool timed = bench_file || contains(fn_text, "time.time(") || contains(fn_text, "perf_counter") ||
@@ -254,7 +252,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       // A read inside a function that writes a checkpoint (save_checkpoint, inlined into
       // the loop under its own save interval) moves what must reach the host.
       if (const ir::Function* origin = home_of(out, node.range); origin && facts.guard.empty()) {
-        std::string origin_name = lower_ascii(origin->name.substr(origin->name.rfind('.') + 1));
+        std::string origin_name = lower_ascii(last_part(origin->name));
         if (contains(origin_name, "save") || contains(origin_name, "checkpoint"))
           facts.guard = "writes a checkpoint (" + origin->name + ")";
       }

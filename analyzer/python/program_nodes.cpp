@@ -11,6 +11,16 @@
 namespace mlsem::python::program {
 namespace {
 
+// What every annotator reads of the file, computed once.
+struct FileFacts {
+  const Syntax& S;
+  const SourceFile& file;
+  TSNode root;
+  ir::Module& out;
+  bool gpu;     // the file places tensors on a GPU
+  bool trains;  // a loop of the file calls backward() or steps an optimizer
+};
+
 // Whether a loop of the file calls backward() or steps an optimizer.
 bool trains(const ir::Module& out) {
   for (const ir::Function& fn : out.functions)
@@ -42,7 +52,7 @@ std::string dataset_class(const Syntax& S, const SourceFile& f, TSNode root, TSN
 // file whose __getitem__ reads, decodes or transforms nothing (it only indexes what
 // __init__ loaded).
 bool in_memory_dataset(const Syntax& S, const SourceFile& f, TSNode root, std::string_view cls) {
-  if (cls == "TensorDataset" || (cls.size() > 14 && cls.substr(cls.size() - 14) == ".TensorDataset")) return true;
+  if (calls(cls, "TensorDataset")) return true;
   if (cls.empty() || cls.find('.') != std::string_view::npos) return false;
   for (TSNode id : identifiers_named(root, f.text, cls, S.identifier)) {
     TSNode c = ts_node_parent(id);
@@ -63,11 +73,11 @@ bool in_memory_dataset(const Syntax& S, const SourceFile& f, TSNode root, std::s
 
 // DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
 // innermost function holding it, with what the call leaves at its slow default.
-void annotate_data_loaders(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
-  if (test_path(file.path) || !gpu_file || !contains(file.text, "DataLoader(")) return;
-  if (!trains(out)) return;
+void annotate_data_loaders(const FileFacts& c) {
+  const auto& [S, file, root, out, gpu, trains] = c;
+  if (!gpu || !trains || !contains(file.text, "DataLoader(")) return;
   each_call_to(S, file, root, "DataLoader", [&](TSNode n, std::string_view callee) {
-    if (callee != "DataLoader" && !(callee.size() > 11 && callee.substr(callee.size() - 11) == ".DataLoader")) return;
+    if (!calls(callee, "DataLoader")) return;
     TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
     if (ts_node_is_null(args)) return;
     std::string workers = keyword(S, file, args, "num_workers"), pin = keyword(S, file, args, "pin_memory");
@@ -105,11 +115,12 @@ bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
 // innermost function holding it, with its `set_to_none` argument as written (keyword or
 // first positional; empty when absent), the receiver's text, and whether the file reads
 // `.grad` anywhere (`reads_grad`). Test files are skipped.
-void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
-  if (test_path(file.path) || !contains(file.text, "zero_grad(")) return;
+void annotate_zero_grads(const FileFacts& c) {
+  const auto& [S, file, root, out, gpu, trains] = c;
+  if (!contains(file.text, "zero_grad(")) return;
   bool grads_read = reads_grad(S, file, root);
   each_call_to(S, file, root, "zero_grad", [&](TSNode n, std::string_view callee) {
-    if (callee.size() <= 10 || callee.substr(callee.size() - 10) != ".zero_grad") return;
+    if (!callee.ends_with(".zero_grad")) return;
     TSNode args = ts_node_child_by_field_id(n, S.f_arguments);
     if (ts_node_is_null(args)) return;
     std::string set_to_none = keyword(S, file, args, "set_to_none");
@@ -129,16 +140,21 @@ void annotate_zero_grads(const Syntax& S, const SourceFile& file, TSNode root, i
 }
 
 
-// Why code at `r` in `fn` runs on every step, or empty when it need not: a module's
-// forward, a training loop, or a loop of a generation/evaluation function.
-std::string hot_reason(const ir::Function& fn, const Range& r) {
-  std::string_view name = fn.name;
-  if (size_t dot = name.rfind('.'); dot != std::string_view::npos) name = name.substr(dot + 1);
-  if (name == "forward") return "forward pass";
+// Whether a function's own name says it runs a model step by step for inference:
+// eval, valid, infer, predict, generate, sample.
+bool inference_name(std::string_view name) {
   std::string lname = lower_ascii(name);
-  bool step_fn = false;
-  for (std::string_view w : {"generate", "sample", "decode", "eval", "valid", "infer", "predict"})
-    step_fn |= contains(lname, w);
+  for (std::string_view w : {"eval", "valid", "infer", "predict", "generate", "sample"})
+    if (contains(lname, w)) return true;
+  return false;
+}
+
+// Why code at `r` in `fn` runs on every step, or empty when it need not: a module's
+// forward, a training loop, or a loop of a generation/evaluation (or decoding) function.
+std::string hot_reason(const ir::Function& fn, const Range& r) {
+  std::string_view name = last_part(fn.name);
+  if (name == "forward") return "forward pass";
+  bool step_fn = inference_name(name) || contains(lower_ascii(name), "decode");
   for (const ir::Region& reg : fn.regions) {
     if (reg.kind != "loop" || !reg.range.valid()) continue;
     if (reg.range.begin_byte > r.begin_byte || r.end_byte > reg.range.end_byte) continue;
@@ -201,78 +217,66 @@ std::string moved_to(const Syntax& S, const SourceFile& f, TSNode args) {
   return "device=" + std::string(t) + ".device, dtype=" + std::string(t) + ".dtype";
 }
 
-// `torch.zeros(...)...cuda()` / `torch.arange(...).to(device)` in code that runs every
-// step: a `host_tensor` node each, in the innermost function holding it, with the
-// factory, the device= the fix passes, why the code is hot, and whether the factory draws
-// random numbers. Test files and files that place nothing on a GPU are skipped.
-void annotate_host_tensors(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
-  if (test_path(file.path) || !gpu_file) return;
-  auto visit = [&](TSNode call, std::string_view callee) {
-    bool cuda = callee.size() > 5 && callee.substr(callee.size() - 5) == ".cuda";
-    bool to = callee.size() > 3 && callee.substr(callee.size() - 3) == ".to";
-    if (!cuda && !to) return;
-    TSNode args = field(call, S.f_arguments);
-    if (ts_node_is_null(args)) return;
-    std::string device;
-    if (cuda) {
-      std::vector<TSNode> a = named_children(args, S.comment);
-      device = a.empty() ? "device=\"cuda\"" : a.size() == 1 && ts_node_symbol(a[0]) != S.keyword_argument
-                                                  ? "device=" + std::string(text_of(a[0], file.text))
-                                                  : "";
-    } else {
-      device = moved_to(S, file, args);
-    }
-    if (device.empty()) return;
-    // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to the call it starts from.
-    TSNode recv = field(field(call, S.f_function), S.f_object);
-    while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.call) {
-      TSNode fn = field(recv, S.f_function);
-      if (ts_node_symbol(fn) != S.attribute) break;
-      TSNode inner = field(fn, S.f_object);
-      if (ts_node_symbol(inner) != S.call) break;
-      recv = inner;
-    }
-    if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.call) return;
-    std::string_view factory = text_of(field(recv, S.f_function), file.text);
-    if (!shape_factory(factory)) return;
-    TSNode fargs = field(recv, S.f_arguments);
-    if (ts_node_is_null(fargs) || !keyword(S, file, fargs, "device").empty()) return;  // device= or **kwargs
-    for (TSNode a : named_children(fargs, S.comment))
-      if (ts_node_symbol(a) == S.list_splat) return;
-    // torch.empty(0): nothing to copy, and a copy of no elements does not wait.
-    bool empty = true;
-    for (TSNode a : named_children(fargs, S.comment)) {
-      TSSymbol k = ts_node_symbol(a);
-      if (k == S.keyword_argument) continue;
-      std::string_view t = text_of(a, file.text);
-      empty &= t == "0" || t == "(0,)" || t == "[0]";
-    }
-    if (empty && factory != "torch.tensor") return;
-    if (lazy_init(S, file, call)) return;
-    if (factory == "torch.tensor") {
-      // Only a number: data from a list or an array lives on the host anyway.
-      std::vector<TSNode> a = named_children(fargs, S.comment);
-      TSSymbol k = a.empty() ? 0 : ts_node_symbol(a[0]);
-      if (k != S.integer && k != S.float_ && k != S.unary_operator && k != S.attribute && k != S.true_ &&
-          k != S.false_)
-        return;
-    }
-    Range r = range_of(call);
-    ir::Function* home = home_of(out, r);
-    if (!home) return;
-    std::string hot = hot_reason(*home, r);
-    if (hot.empty()) return;
-    ir::Node& node = push_node(*home, r, "host_tensor");
-    node.attrs["factory"] = std::string(factory);
-    node.attrs["device"] = device;
-    node.attrs["hot"] = hot;
-    std::string_view fname = factory.substr(6);
-    if (fname.rfind("rand", 0) == 0) node.attrs["random"] = true;
-  };
-  each_call_to(S, file, root, "cuda", visit);
-  each_call_to(S, file, root, "to", visit);
+// The device= a move's fix passes: `.cuda()` -> device="cuda", `.cuda(i)` -> device=i,
+// `.to(...)` as moved_to reads it; empty when it cannot be read or is no device move.
+std::string move_target(const FileFacts& c, TSNode args, bool cuda) {
+  if (!cuda) return moved_to(c.S, c.file, args);
+  std::vector<TSNode> a = named_children(args, c.S.comment);
+  if (a.empty()) return "device=\"cuda\"";
+  if (a.size() == 1 && ts_node_symbol(a[0]) != c.S.keyword_argument) return "device=" + std::string(text_of(a[0], c.file.text));
+  return {};
 }
 
+// `torch.zeros(...)...cuda()` / `torch.arange(...).to(device)` in code that runs every
+// step: a `host_tensor` node, in the innermost function holding it, with the factory,
+// the device= the fix passes, why the code is hot, and whether the factory draws random
+// numbers.
+void add_host_tensor(const FileFacts& c, TSNode call, const std::string& device) {
+  const auto& [S, file, root, out, gpu, trains] = c;
+  if (device.empty()) return;
+  // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to the call it starts from.
+  TSNode recv = field(field(call, S.f_function), S.f_object);
+  while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.call) {
+    TSNode fn = field(recv, S.f_function);
+    if (ts_node_symbol(fn) != S.attribute) break;
+    TSNode inner = field(fn, S.f_object);
+    if (ts_node_symbol(inner) != S.call) break;
+    recv = inner;
+  }
+  if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.call) return;
+  std::string_view factory = text_of(field(recv, S.f_function), file.text);
+  if (!shape_factory(factory)) return;
+  TSNode fargs = field(recv, S.f_arguments);
+  if (ts_node_is_null(fargs) || !keyword(S, file, fargs, "device").empty()) return;  // device= or **kwargs
+  std::vector<TSNode> fa = named_children(fargs, S.comment);
+  // torch.empty(0): nothing to copy, and a copy of no elements does not wait.
+  bool empty = true;
+  for (TSNode a : fa) {
+    TSSymbol k = ts_node_symbol(a);
+    if (k == S.list_splat) return;
+    if (k == S.keyword_argument) continue;
+    std::string_view t = text_of(a, file.text);
+    empty &= t == "0" || t == "(0,)" || t == "[0]";
+  }
+  if (empty && factory != "torch.tensor") return;
+  if (lazy_init(S, file, call)) return;
+  if (factory == "torch.tensor") {
+    // Only a number: data from a list or an array lives on the host anyway.
+    TSSymbol k = fa.empty() ? 0 : ts_node_symbol(fa[0]);
+    if (k != S.integer && k != S.float_ && k != S.unary_operator && k != S.attribute && k != S.true_ && k != S.false_)
+      return;
+  }
+  Range r = range_of(call);
+  ir::Function* home = home_of(out, r);
+  if (!home) return;
+  std::string hot = hot_reason(*home, r);
+  if (hot.empty()) return;
+  ir::Node& node = push_node(*home, r, "host_tensor");
+  node.attrs["factory"] = std::string(factory);
+  node.attrs["device"] = device;
+  node.attrs["hot"] = hot;
+  if (factory.substr(6).starts_with("rand")) node.attrs["random"] = true;
+}
 
 bool disables_grad(std::string_view t) {
   return contains(t, "no_grad") || contains(t, "inference_mode") || contains(t, "set_grad_enabled");
@@ -315,18 +319,15 @@ std::vector<std::string> model_names(std::string_view fn_text) {
 // like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
 // code, never turns autograd off itself, and no call of it in this file does either;
 // the loop neither calls backward() nor steps an optimizer. GPU files only.
-void annotate_eval_loops(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
-  if (test_path(file.path) || !gpu_file) return;
+void annotate_eval_loops(const FileFacts& c) {
+  const auto& [S, file, root, out, gpu, trains] = c;
+  if (!gpu) return;
   for (ir::Function& fn : out.functions) {
     if (!fn.range.valid()) continue;
-    std::string_view name = fn.name;
-    if (size_t dot = name.rfind('.'); dot != std::string_view::npos) name = name.substr(dot + 1);
-    if (name == "<module>" || name.rfind("test", 0) == 0) continue;
+    std::string_view name = last_part(fn.name);
+    if (name == "<module>" || name.starts_with("test")) continue;
     std::string_view fn_text = file.slice(fn.range);
-    std::string lname = lower_ascii(name);
-    bool named = false;
-    for (std::string_view w : {"eval", "valid", "infer", "predict", "generate", "sample"})
-      named |= contains(lname, w);
+    bool named = inference_name(name);
     if (!named && !contains(fn_text, ".eval()")) continue;
     if (disables_grad(fn_text) || contains(fn_text, "backward(") || contains(fn_text, ".step(")) continue;
     // Nested functions: only the innermost one holding the loop reports it.
@@ -363,9 +364,7 @@ void annotate_eval_loops(const Syntax& S, const SourceFile& file, TSNode root, i
       TSNode first{};
       std::string callee;
       for (const std::string& m : models) {
-        std::string_view last = m;
-        if (size_t dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
-        for (TSNode id : identifiers_named(root, file.text, last, S.identifier, reg.range.begin_byte, reg.range.end_byte)) {
+        for (TSNode id : identifiers_named(root, file.text, last_part(m), S.identifier, reg.range.begin_byte, reg.range.end_byte)) {
           TSNode callee_node = id, p = ts_node_parent(id);
           if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_attribute), id)) {
             callee_node = p;
@@ -401,8 +400,9 @@ void annotate_eval_loops(const Syntax& S, const SourceFile& file, TSNode root, i
 // foreach= chosen: an `optimizer` node each, with the class. Not when the file says
 // `fused` anywhere (it chooses already), passes **kwargs or *args, or asks for
 // capturable/differentiable (which fused does not combine with everywhere).
-void annotate_optimizers(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
-  if (test_path(file.path) || !gpu_file || !trains(out)) return;
+void annotate_optimizers(const FileFacts& c) {
+  const auto& [S, file, root, out, gpu, trains] = c;
+  if (!gpu || !trains) return;
   // `fused` as a name or keyword in code (not in comments or strings): the file chooses.
   if (!identifiers_named(root, file.text, "fused", S.identifier).empty()) return;
   bool imported = contains(file.text, "from torch.optim import");
@@ -412,8 +412,7 @@ void annotate_optimizers(const Syntax& S, const SourceFile& file, TSNode root, i
                     contains(t, "backends.mps") || contains(t, "\"cpu\"") || contains(t, "'cpu'");
   for (std::string_view cls : {"Adam", "AdamW"}) {
     each_call_to(S, file, root, cls, [&](TSNode n, std::string_view callee) {
-      bool qualified = callee.size() >= cls.size() + 6 &&
-                       callee.substr(callee.size() - cls.size() - 6) == std::string("optim.") + std::string(cls);
+      bool qualified = callee.ends_with("optim." + std::string(cls));
       if (!qualified && !(callee == cls && imported)) return;
       TSNode args = field(n, S.f_arguments);
       if (ts_node_is_null(args)) return;
@@ -447,12 +446,12 @@ bool conditional(const Syntax& S, const SourceFile& f, TSNode n) {
 // 0/"default", and CUDA_LAUNCH_BLOCKING=1 set from code; only where they run
 // unconditionally (not under an `if`, a conditional expression, a `try`, or in a function
 // named like debug), outside test files.
-void annotate_debug_modes(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
-  if (test_path(file.path)) return;
+void annotate_debug_modes(const FileFacts& c) {
+  const auto& [S, file, root, out, gpu, trains] = c;
   if (!contains(file.text, "anomaly") && !contains(file.text, "emit_nvtx") && !contains(file.text, "sync_debug_mode") &&
       !contains(file.text, "CUDA_LAUNCH_BLOCKING"))
     return;
-  if (!trains(out) && !contains(file.text, "__main__")) return;
+  if (!trains && !contains(file.text, "__main__")) return;
   auto add = [&](TSNode at, std::string api) {
     if (conditional(S, file, at)) return;
     ir::Node* node = add_node(out, range_of(at), "debug_mode");
@@ -540,51 +539,57 @@ bool bound_by_pinned_loop(const Syntax& S, const SourceFile& f, TSNode n, std::s
 
 // In a file whose DataLoader pins batches: `x.to(device)` / `x.cuda()` of a batch the
 // step loop binds (`for x, y in loader`, or `batch["x"]` of it), without
-// non_blocking=True: a `blocking_copy` node each, with the receiver. The pinned batch
-// could be copied asynchronously; a blocking copy waits for the GPU's queue.
-void annotate_blocking_copies(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
-  if (test_path(file.path) || !gpu_file) return;
-  PinnedLoaders pinned = pinned_loaders(S, file, root);
-  if (!pinned.any) return;
+// non_blocking=True: a `blocking_copy` node, with the receiver. The pinned batch could
+// be copied asynchronously; a blocking copy waits for the GPU's queue.
+void add_blocking_copy(const FileFacts& c, TSNode call, TSNode args, bool cuda, const std::string& device,
+                       const PinnedLoaders& pinned) {
+  const auto& [S, file, root, out, gpu, trains] = c;
+  if (!keyword(S, file, args, "non_blocking").empty()) return;  // set, or **kwargs
+  if (!cuda && (device.empty() || contains(device, ".dtype"))) return;  // a dtype, the CPU, another tensor
+  TSNode recv = field(field(call, S.f_function), S.f_object);
+  while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.subscript) recv = field(recv, S.f_value);
+  if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.identifier) return;
+  if (!bound_by_pinned_loop(S, file, call, text_of(recv, file.text), pinned)) return;
+  Range r = range_of(call);
+  ir::Function* home = home_of(out, r);
+  if (!home) return;
+  std::string hot = hot_reason(*home, r);
+  if (hot.empty() || hot == "forward pass") return;
+  ir::Node& node = push_node(*home, r, "blocking_copy");
+  node.attrs["receiver"] = std::string(text_of(field(field(call, S.f_function), S.f_object), file.text));
+  node.attrs["hot"] = hot;
+}
+
+// Every `.cuda(...)` and `.to(...)` call of a GPU file, read once: a host-built tensor
+// moved in per-step code (`host_tensor`), a pinned batch copied without non_blocking
+// (`blocking_copy`).
+void annotate_device_moves(const FileFacts& c) {
+  if (!c.gpu) return;
+  PinnedLoaders pinned = pinned_loaders(c.S, c.file, c.root);
   auto visit = [&](TSNode call, std::string_view callee) {
-    bool cuda = callee.size() > 5 && callee.substr(callee.size() - 5) == ".cuda";
-    bool to = callee.size() > 3 && callee.substr(callee.size() - 3) == ".to";
-    if (!cuda && !to) return;
-    TSNode args = field(call, S.f_arguments);
-    if (ts_node_is_null(args) || !keyword(S, file, args, "non_blocking").empty()) return;  // set, or **kwargs
-    if (to) {
-      std::string device = moved_to(S, file, args);
-      if (device.empty() || contains(device, ".dtype")) return;  // a dtype, the CPU, another tensor
-    }
-    TSNode recv = field(field(call, S.f_function), S.f_object);
-    while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.subscript) recv = field(recv, S.f_value);
-    if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.identifier) return;
-    std::string_view name = text_of(recv, file.text);
-    if (!bound_by_pinned_loop(S, file, call, name, pinned)) return;
-    Range r = range_of(call);
-    ir::Function* home = home_of(out, r);
-    if (!home) return;
-    std::string hot = hot_reason(*home, r);
-    if (hot.empty() || hot == "forward pass") return;
-    ir::Node& node = push_node(*home, r, "blocking_copy");
-    node.attrs["receiver"] = std::string(text_of(field(field(call, S.f_function), S.f_object), file.text));
-    node.attrs["hot"] = hot;
+    bool cuda = callee.ends_with(".cuda");
+    if (!cuda && !callee.ends_with(".to")) return;
+    TSNode args = field(call, c.S.f_arguments);
+    if (ts_node_is_null(args)) return;
+    std::string device = move_target(c, args, cuda);
+    add_host_tensor(c, call, device);
+    if (pinned.any) add_blocking_copy(c, call, args, cuda, device, pinned);
   };
-  each_call_to(S, file, root, "cuda", visit);
-  each_call_to(S, file, root, "to", visit);
+  each_call_to(c.S, c.file, c.root, "cuda", visit);
+  each_call_to(c.S, c.file, c.root, "to", visit);
 }
 
 }  // namespace
 
 void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
-  const Syntax& S = Syntax::get();
-  annotate_data_loaders(S, file, root, out, gpu_file);
-  annotate_zero_grads(S, file, root, out);
-  annotate_host_tensors(S, file, root, out, gpu_file);
-  annotate_eval_loops(S, file, root, out, gpu_file);
-  annotate_optimizers(S, file, root, out, gpu_file);
-  annotate_debug_modes(S, file, root, out);
-  annotate_blocking_copies(S, file, root, out, gpu_file);
+  if (test_path(file.path)) return;  // none of these rules reads test code
+  FileFacts c{Syntax::get(), file, root, out, gpu_file, trains(out)};
+  annotate_data_loaders(c);
+  annotate_zero_grads(c);
+  annotate_device_moves(c);
+  annotate_eval_loops(c);
+  annotate_optimizers(c);
+  annotate_debug_modes(c);
 }
 
 }  // namespace mlsem::python::program

@@ -4,8 +4,7 @@
 namespace mlsem::python::program {
 
 bool test_path(std::string_view path) {
-  size_t slash = path.rfind('/');
-  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  std::string_view base = last_part(path, '/');
   return contains(path, "/test/") || contains(path, "/tests/") || contains(path, "/testing/") ||
          base.rfind("test_", 0) == 0 || contains(base, "_test.py") || base == "conftest.py";
 }

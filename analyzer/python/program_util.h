@@ -14,6 +14,19 @@
 
 namespace mlsem::python::program {
 
+// The part of `s` after its last `sep`, or all of it: a qualified function's own name
+// (`Trainer.evaluate` -> `evaluate`), a callee's last attribute, a path's file name.
+inline std::string_view last_part(std::string_view s, char sep = '.') {
+  size_t at = s.rfind(sep);
+  return at == std::string_view::npos ? s : s.substr(at + 1);
+}
+
+// Whether a callee's text calls `name`: `name` itself or `x.name`.
+inline bool calls(std::string_view callee, std::string_view name) {
+  return callee == name || (callee.size() > name.size() && callee.ends_with(name) &&
+                            callee[callee.size() - name.size() - 1] == '.');
+}
+
 // A test file: test/, tests/, testing/, test_*.py, *_test.py, conftest.py.
 bool test_path(std::string_view path);
 
