@@ -1,8 +1,10 @@
 // Per-file cost of the CUDA frontend (parse + lowering to IR), in prelude mode and with
 // the toolkit's headers (whose precompiled preamble is built by the first file).
-//   mlsem_cuda_bench [--cuda-path DIR] [--repeat N] FILE...
+//   mlsem_cuda_bench [--cuda-path DIR] [-p DIR] [--toolkit-only] [--per-file] [--repeat N] FILE...
 // Prints, per mode, the first file's time (preamble build included) and the median and
-// maximum per-file wall and CPU time over the others, repeated N times.
+// maximum per-file wall and CPU time over the others, repeated N times. -p reads the
+// files' flags from DIR/compile_commands.json, as `mlsem analyze -p` does; --per-file
+// prints each file's median CPU time.
 #include <time.h>
 
 #include <algorithm>
@@ -43,17 +45,22 @@ double median(std::vector<double> v) {
 }
 
 void report(const char* mode, const std::vector<mlsem::SourceFile>& files, const mlsem::cuda::CudaOptions& options,
-            int repeat) {
+            int repeat, bool per_file) {
   Sample first = run(files.front(), options);
   std::vector<double> wall, cpu;
+  std::vector<std::vector<double>> file_cpu(files.size());
   size_t diagnostics = 0;
   for (int r = 0; r < repeat; ++r)
-    for (const auto& f : files) {
-      Sample s = run(f, options);
+    for (size_t i = 0; i < files.size(); ++i) {
+      Sample s = run(files[i], options);
       wall.push_back(s.wall_ms);
       cpu.push_back(s.cpu_ms);
+      file_cpu[i].push_back(s.cpu_ms);
       diagnostics += r == 0 ? s.diagnostics : 0;
     }
+  if (per_file)
+    for (size_t i = 0; i < files.size(); ++i)
+      std::printf("%-8s %7.1f ms cpu  %s\n", mode, median(file_cpu[i]), files[i].path.c_str());
   std::printf("%-8s first file %7.1f ms (cpu %7.1f) | per file: median %6.1f ms (cpu %6.1f), max %6.1f ms | "
               "%zu files x %d, %zu diagnostics\n",
               mode, first.wall_ms, first.cpu_ms, median(wall), median(cpu), *std::max_element(wall.begin(), wall.end()),
@@ -64,12 +71,20 @@ void report(const char* mode, const std::vector<mlsem::SourceFile>& files, const
 
 int main(int argc, char** argv) {
   std::string cuda_path = "/usr/local/cuda";
+  std::string compile_commands;
+  bool toolkit_only = false, per_file = false;
   int repeat = 3;
   std::vector<mlsem::SourceFile> files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--cuda-path" && i + 1 < argc) {
       cuda_path = argv[++i];
+    } else if (a == "-p" && i + 1 < argc) {
+      compile_commands = argv[++i];
+    } else if (a == "--toolkit-only") {
+      toolkit_only = true;
+    } else if (a == "--per-file") {
+      per_file = true;
     } else if (a == "--repeat" && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
     } else {
@@ -84,14 +99,20 @@ int main(int argc, char** argv) {
     }
   }
   if (files.empty()) {
-    std::fprintf(stderr, "usage: mlsem_cuda_bench [--cuda-path DIR] [--repeat N] FILE...\n");
+    std::fprintf(stderr,
+                 "usage: mlsem_cuda_bench [--cuda-path DIR] [-p DIR] [--toolkit-only] [--per-file] [--repeat N] "
+                 "FILE...\n");
     return 2;
   }
-  mlsem::cuda::CudaOptions prelude;
-  prelude.cuda_path = "none";
-  report("prelude", files, prelude, repeat);
+  if (!toolkit_only) {
+    mlsem::cuda::CudaOptions prelude;
+    prelude.cuda_path = "none";
+    prelude.compile_commands_dir = compile_commands;
+    report("prelude", files, prelude, repeat, per_file);
+  }
   mlsem::cuda::CudaOptions toolkit;
   toolkit.cuda_path = cuda_path;
-  report("toolkit", files, toolkit, repeat);
+  toolkit.compile_commands_dir = compile_commands;
+  report("toolkit", files, toolkit, repeat, per_file);
   return 0;
 }

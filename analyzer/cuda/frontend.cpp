@@ -36,7 +36,16 @@ using namespace detail;
 
 class Lowering : public clang::ASTConsumer {
  public:
-  Lowering(ir::Module& module, const Positions& pos) : module_(module), pos_(pos) {}
+  Lowering(ir::Module& module, const Positions& pos, const clang::SourceManager& sm)
+      : module_(module), pos_(pos), sm_(sm) {}
+
+  // Only the main file's functions are lowered: the bodies of functions declared in
+  // headers (libstdc++, cub, cooperative_groups, a project's common.cuh) are skipped,
+  // and so are the instantiations they would bring. Clang keeps the bodies it needs to
+  // go on (constexpr functions, deduced return types: Sema::canSkipFunctionBody).
+  bool shouldSkipFunctionBody(clang::Decl* d) override {
+    return !sm_.isWrittenInMainFile(sm_.getFileLoc(d->getLocation()));
+  }
 
   void HandleTranslationUnit(clang::ASTContext& ctx) override {
     const auto& sm = ctx.getSourceManager();
@@ -84,13 +93,14 @@ class Lowering : public clang::ASTConsumer {
  private:
   ir::Module& module_;
   const Positions& pos_;
+  const clang::SourceManager& sm_;
 };
 
 class LowerAction : public clang::ASTFrontendAction {
  public:
   LowerAction(ir::Module& module, const Positions& pos) : module_(module), pos_(pos) {}
-  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&, llvm::StringRef) override {
-    return std::make_unique<Lowering>(module_, pos_);
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef) override {
+    return std::make_unique<Lowering>(module_, pos_, ci.getSourceManager());
   }
 
  private:
@@ -197,6 +207,7 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
   // The driver asks for -disable-free (a compiler exits after one file); a server and a
   // many-file run must free each file's AST, Sema and preprocessor.
   invocation->getFrontendOpts().DisableFree = false;
+  invocation->getFrontendOpts().SkipFunctionBodies = true;  // outside the main file: Lowering
   std::unique_ptr<llvm::MemoryBuffer> main_buffer;
   std::shared_ptr<clang::PrecompiledPreamble> preamble;
   if (toolkit) {

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <mutex>
 #include <set>
 
@@ -227,9 +226,16 @@ void CollectDiagnostics::finish() {
 
 namespace {
 
+// A preamble holds about 28 MB (its build, transiently, several times that). A run over
+// several projects, each with its own -I/-D flags, keeps the two used last: files come
+// grouped by directory, so a project's files mostly share one. A parse still using an
+// evicted preamble holds it until it ends.
+constexpr size_t kMaxPreambles = 2;
+
 struct PreambleCache {
   std::mutex mutex;
-  std::map<std::string, std::shared_ptr<clang::PrecompiledPreamble>> by_flags;
+  // Most recently used last.
+  std::vector<std::pair<std::string, std::shared_ptr<clang::PrecompiledPreamble>>> by_flags;
 };
 PreambleCache& preamble_cache() {
   static PreambleCache cache;
@@ -243,8 +249,14 @@ std::shared_ptr<clang::PrecompiledPreamble> toolkit_preamble(const std::string& 
                                                              llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> vfs) {
   auto& cache = preamble_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
-  auto it = cache.by_flags.find(flags_key);
-  if (it != cache.by_flags.end()) return it->second;
+  auto it = std::find_if(cache.by_flags.begin(), cache.by_flags.end(),
+                         [&](const auto& entry) { return entry.first == flags_key; });
+  if (it != cache.by_flags.end()) {
+    std::rotate(it, it + 1, cache.by_flags.end());
+    return cache.by_flags.back().second;
+  }
+  // Evict before building: the build itself is the peak of a run's memory.
+  if (cache.by_flags.size() >= kMaxPreambles) cache.by_flags.erase(cache.by_flags.begin());
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(kToolkitPreamble);
   clang::DiagnosticOptions diag_opts;
   clang::IgnoringDiagConsumer ignore;
@@ -255,7 +267,7 @@ std::shared_ptr<clang::PrecompiledPreamble> toolkit_preamble(const std::string& 
       diags, vfs, std::make_shared<clang::PCHContainerOperations>(), /*StoreInMemory=*/true, "", callbacks);
   std::shared_ptr<clang::PrecompiledPreamble> result;
   if (built) result = std::make_shared<clang::PrecompiledPreamble>(std::move(*built));
-  cache.by_flags[flags_key] = result;  // a failure is remembered too: no retry per file
+  cache.by_flags.emplace_back(flags_key, result);  // a failure is remembered too: no retry per file
   return result;
 }
 
