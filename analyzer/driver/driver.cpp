@@ -189,7 +189,9 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
   Effective settings = effective_settings(read.path, options);
   std::optional<driver::Cache> cache;
   std::string key;
-  if (!options.cache_dir.empty()) {
+  // A CUDA file's findings also depend on the headers it includes (a project's
+  // common.cuh, the toolkit), which the key does not hold: CUDA files are not cached.
+  if (!options.cache_dir.empty() && driver::language_of(read.path) != "cuda") {
     cache.emplace(options.cache_dir);
     key = driver::content_hash(std::string(version()) + '\0' + options.cache_salt + '\0' + settings.key + '\0' +
                                read.path + '\0' + program.text);

@@ -280,5 +280,30 @@ TEST(CliCache, HitsUntilTheFileOrTheConfigurationChanges) {
   EXPECT_TRUE(fs::exists(dir / "env/CACHEDIR.TAG"));
 }
 
+// A CUDA file's findings depend on its headers too: a header edited between two runs
+// changes the report although the file itself did not change.
+TEST(CliCache, CudaFilesFollowTheirHeaders) {
+  TempDir dir;
+  fs::create_directories(dir / "proj/.git");
+  dir.write("proj/shape.h", "#define LANES_APART 1\n");
+  dir.write("proj/k.cu",
+            "#include \"shape.h\"\n"
+            "__global__ void scale(float* __restrict__ y, const float* __restrict__ x, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  if (i < n) y[i * LANES_APART] = 2.0f * x[i * LANES_APART];\n"
+            "}\n");
+  std::string project = dir / "proj";
+  auto rules = [&]() {
+    Outcome run = mlsem("--cuda-path none --format json k.cu", project);
+    json report = json::parse(run.out);
+    std::set<std::string> out;
+    for (const auto& f : report["findings"]) out.insert(f["rule"].get<std::string>());
+    return out;
+  };
+  EXPECT_EQ(rules(), std::set<std::string>{"CU002"});
+  dir.write("proj/shape.h", "#define LANES_APART 32\n");
+  EXPECT_EQ(rules(), std::set<std::string>{"CU001"});
+}
+
 }  // namespace
 }  // namespace mlsem
