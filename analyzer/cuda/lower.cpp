@@ -212,7 +212,17 @@ void FunctionLowering::walk(const clang::Stmt* s) {
     if (enclosing_region_has("if", "all_but_one_thread")) one_thread_left_ = true;
   } else if (auto* sw = llvm::dyn_cast<clang::SwitchStmt>(s)) {
     value(sw->getCond());
-    walk(sw->getBody());
+    // Each case starts from what ran before the switch: a launch in one case does not
+    // follow the launch of another (fall-through aside).
+    DeviceOpState ops_before = device_ops();
+    if (auto* body = llvm::dyn_cast_or_null<clang::CompoundStmt>(sw->getBody())) {
+      for (const clang::Stmt* c : body->body()) {
+        if (llvm::isa<clang::SwitchCase>(c)) restore_device_ops(ops_before);
+        walk(c);
+      }
+    } else {
+      walk(sw->getBody());
+    }
   } else if (auto* e = llvm::dyn_cast<clang::Expr>(s)) {
     value(e);
   } else {
@@ -435,7 +445,9 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
   saw_thread_modulo_ = false;
   Poly c = value(i->getCond());
   bool thread_dep = thread_dependent(c);
-  bool modulo = saw_thread_modulo_ && is_zero_test(i->getCond());
+  // Interleaved pairs: the other threads idle. With an else branch (a bitonic sort's
+  // two directions) both sides work.
+  bool modulo = saw_thread_modulo_ && is_zero_test(i->getCond()) && !i->getElse();
   bool single = thread_dep && !modulo && is_single_thread_test(i->getCond());
   bool all_but_one = thread_dep && is_single_thread_test(i->getCond(), clang::BO_NE);
   if (device_ && thread_dep)
@@ -447,11 +459,13 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
                                 {"all_but_one_thread", all_but_one},
                                 {"interleaved_modulo", modulo}});
   auto values_before = values_;
+  DeviceOpState ops_before = device_ops();
   walk(i->getThen());
   region_ = saved;
   if (i->getElse()) {
     auto values_then = values_;
     values_ = values_before;
+    restore_device_ops(ops_before);  // the else branch does not follow the then branch
     saved = push_region("if", i->getElse(), {{"thread_dependent", thread_dep}, {"else", true}});
     walk(i->getElse());
     region_ = saved;

@@ -13,6 +13,41 @@ int64_t FunctionLowering::size_of(clang::QualType t) const {
   return ctx_.getTypeSizeInChars(t).getQuantity();
 }
 
+int64_t FunctionLowering::record_width(clang::QualType t) const {
+  // float4, __half2, int2, packed structs: fields of one scalar type.
+  const auto* rt = t.isNull() ? nullptr : t->getAsRecordDecl();
+  const auto* def = rt ? rt->getDefinition() : nullptr;
+  if (!def) return 1;
+  int64_t fields = 0;
+  for (auto* f : def->fields()) { (void)f; ++fields; }
+  return fields > 1 ? fields : 1;
+}
+
+clang::QualType FunctionLowering::widest_instantiation(const Pointer& p, clang::QualType dependent) const {
+  const auto* pv = llvm::dyn_cast_or_null<clang::ParmVarDecl>(p.decl_ptr);
+  const clang::FunctionTemplateDecl* ft = fd_->getDescribedFunctionTemplate();
+  if (!pv || !ft || pv->getDeclContext() != fd_ ||
+      pv->getType()->getPointeeType().getCanonicalType() != dependent.getCanonicalType())
+    return dependent;
+  clang::QualType widest = dependent;
+  int64_t widest_bytes = 0;
+  for (const clang::FunctionDecl* spec : ft->specializations()) {
+    unsigned i = pv->getFunctionScopeIndex();
+    if (i >= spec->getNumParams() || !spec->getParamDecl(i)->getType()->isPointerType()) continue;
+    clang::QualType t = spec->getParamDecl(i)->getType()->getPointeeType();
+    if (t->isDependentType() || t->isIncompleteType()) continue;
+    int64_t bytes = ctx_.getTypeSizeInChars(t).getQuantity();
+    // Only vector-like instantiations count (float4, a packed struct, 16 bytes): a kernel
+    // instantiated with uint8_t..uint64_t (a copy by type size) still moves scalars.
+    if (record_width(t) == 1 && bytes < 16) continue;
+    if (bytes > widest_bytes || (bytes == widest_bytes && record_width(t) > record_width(widest))) {
+      widest = t;
+      widest_bytes = bytes;
+    }
+  }
+  return widest;
+}
+
 std::optional<Pointer> FunctionLowering::pointer_of(const clang::Expr* e) {
   if (!e) return std::nullopt;
   e = e->IgnoreParens();
@@ -104,21 +139,20 @@ std::optional<Pointer> FunctionLowering::location_of(const clang::Expr* e) {
 
 NodeId FunctionLowering::emit_access(const clang::Expr* e, const Pointer& p, bool store) {
   if (!device_) return ir::kNoNode;
+  // Offsets and strides are counted in elements of the pointee type (4 bytes when it is
+  // a template parameter).
   int64_t elem_bytes = size_of(p.elem);
-  std::map<std::string, Attr> a{{"space", p.space}, {"param", p.name}, {"elem_bytes", elem_bytes}};
+  // What one access moves: for a parameter of a template kernel whose element type is a
+  // template parameter (T* x), the widest vector-like type the file instantiates it with,
+  // so a copy kernel also run on 16-byte structs is not called scalar.
+  clang::QualType moved = p.elem;
+  if (!moved.isNull() && moved->isDependentType() && p.space == "global") moved = widest_instantiation(p, moved);
+  int64_t moved_bytes = moved == p.elem ? elem_bytes : size_of(moved);
+  std::map<std::string, Attr> a{{"space", p.space}, {"param", p.name}, {"elem_bytes", moved_bytes}};
   a["elem_type"] = p.elem.isNull() ? std::string("?") : p.elem.getUnqualifiedType().getAsString();
-  int64_t width = 1;
-  if (const auto* rt = p.elem.isNull() ? nullptr : p.elem->getAsRecordDecl()) {
-    // float4, __half2, int2, packed structs: fields of one scalar type.
-    const auto* def = rt->getDefinition();
-    if (def) {
-      int64_t fields = 0;
-      for (auto* f : def->fields()) { (void)f; ++fields; }
-      if (fields > 1) width = fields;
-    }
-  }
+  int64_t width = record_width(moved);
   a["vector_width"] = width;
-  if (width > 1 || elem_bytes >= 8) has_vector_access_ = true;
+  if (width > 1 || moved_bytes >= 8) has_vector_access_ = true;
   auto elems = p.byte_offset.divide(elem_bytes);
   a["index"] = elems ? elems->text() : p.byte_offset.text() + " bytes";
   bool thread_dep = thread_dependent(p.byte_offset);
@@ -230,9 +264,9 @@ Poly FunctionLowering::divide(const clang::Expr* e, const Poly& p, int64_t d, bo
     if (!remainder) {
       if (auto q = p.divide(d)) return *q;  // (4*C*i)/4
     }
-    // tid % (2*s) with s a power of two: the interleaved-pairs test; sector % 3 picks
-    // one of three sections (RoPE), not pairs.
-    if (remainder && thread_dependent(p) && d > 1 && (d & (d - 1)) == 0) saw_thread_modulo_ = true;
+    // A constant modulus is not the interleaved-pairs test, whose modulus grows with the
+    // tree's stride (tid % (2*s)): iqs % 16 == 0 picks the one thread of each group that
+    // writes its result (ggml's quantize), sector % 3 one of three sections (RoPE).
     return opaque_of(e, {p});
   }
   std::string name = "(" + p.text() + ")/" + std::to_string(d);
@@ -409,11 +443,20 @@ Poly FunctionLowering::binary(const clang::BinaryOperator* bo) {
       // tid & 31 is tid % 32; (tid & (2*s - 1)) == 0 is the interleaved test.
       if (auto m = r.as_constant(); integral && m && *m > 0 && ((*m + 1) & *m) == 0)
         return divide(bo, l, *m + 1, true);
-      if (thread_dependent(l)) saw_thread_modulo_ = true;
+      // tid & (2*s - 1): a modulus. tid & k with k one bit is a bitonic sort's direction
+      // test, not a modulus.
+      if (thread_dependent(l) && is_minus_one(bo->getRHS())) saw_thread_modulo_ = true;
       return opaque_of(bo, {l, r});
     default:
       return opaque_of(bo, {l, r});
   }
+}
+
+bool FunctionLowering::is_minus_one(const clang::Expr* e) const {
+  auto* bo = llvm::dyn_cast<clang::BinaryOperator>(strip(e));
+  if (!bo || bo->getOpcode() != clang::BO_Sub) return false;
+  auto one = strip(bo->getRHS())->getIntegerConstantExpr(ctx_);
+  return one && *one == 1;
 }
 
 // Marks the innermost loop as accumulating when `target` is a scalar updated from itself.

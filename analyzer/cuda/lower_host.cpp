@@ -22,7 +22,12 @@ std::string FunctionLowering::buffer_name(const clang::Expr* e) {
     break;
   }
   if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e)) return dre->getDecl()->getNameAsString();
-  if (auto* me = llvm::dyn_cast<clang::MemberExpr>(e)) return me->getMemberDecl()->getNameAsString();
+  // x->data and dst->data are different buffers: the member is named with its base.
+  if (auto* me = llvm::dyn_cast<clang::MemberExpr>(e)) {
+    std::string base = buffer_name(me->getBase());
+    std::string member = me->getMemberDecl()->getNameAsString();
+    return base.empty() ? member : base + "." + member;
+  }
   return "";
 }
 

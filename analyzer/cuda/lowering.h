@@ -175,6 +175,16 @@ class FunctionLowering {
   // Host side: the last device operation and which buffers each one wrote.
   NodeId last_device_op_ = ir::kNoNode;
   std::set<std::string> last_device_writes_;
+  // The last device operation, saved and restored around branches that exclude each other.
+  struct DeviceOpState {
+    NodeId op;
+    std::set<std::string> writes;
+  };
+  DeviceOpState device_ops() const { return {last_device_op_, last_device_writes_}; }
+  void restore_device_ops(const DeviceOpState& s) {
+    last_device_op_ = s.op;
+    last_device_writes_ = s.writes;
+  }
   std::vector<NodeId> host_syncs_;
 
   // --- helpers -------------------------------------------------------------
@@ -211,6 +221,9 @@ class FunctionLowering {
   // --- pointers ------------------------------------------------------------
 
   int64_t size_of(clang::QualType t) const;
+  int64_t record_width(clang::QualType t) const;
+  bool is_minus_one(const clang::Expr* e) const;  // X - 1  // fields of a vector-like struct, else 1
+  clang::QualType widest_instantiation(const Pointer& p, clang::QualType dependent) const;
 
   std::optional<Pointer> pointer_of(const clang::Expr* e);
 

@@ -15,6 +15,13 @@
 // pad_strided: a generic strided-tensor index (ggml's pad and repeat_back), each
 // dimension's index times its runtime stride: the lanes are s00 elements apart, and s00
 // is 1 for the contiguous tensors callers pass; the layout is the caller's, not the code's.
+// sort_rows: (col & k) == 0 with an else is a bitonic sort's direction test, both sides
+// working (ggml's argsort); group_scales: i % 16 == 0 picks one writer per group (ggml's
+// quantize). Neither is the interleaved pairs of a reduction tree.
+// scale_by_type: one launch per dtype in the arms of a switch, each reading x->data and
+// writing dst->data (ggml's snake): only one runs, and x->data is not dst->data.
+// copy_any: a copy kernel the file also instantiates with a 16-byte struct
+// (cuda-samples' alignedTypes): its accesses are already 16 bytes wide there.
 // benchmark / step_copies: a loop that records events to time its launches waits on
 // purpose; a device-to-device copy does not make the host wait. train_copy_back waits
 // for the GPU every step.
@@ -97,6 +104,71 @@ __global__ void softmax_cached(float* __restrict__ y, const float* __restrict__ 
   float s = 0.0f;
   for (int i = threadIdx.x; i < C; i += blockDim.x) s += expf((use_shared ? tmp[i] : xr[i]) - m);  // ok: CU006
   if (threadIdx.x == 0) y[blockIdx.x] = s;
+}
+
+__global__ void sort_rows(float* __restrict__ x, int ncols) {
+  extern __shared__ float row[];
+  const int col = threadIdx.x;
+  row[col] = x[blockIdx.x * ncols + col];
+  __syncthreads();
+  for (int k = 2; k <= ncols; k *= 2) {
+    for (int j = k / 2; j > 0; j /= 2) {
+      const int ixj = col ^ j;
+      if (ixj > col) {
+        const float a = row[col], b = row[ixj];
+        if ((col & k) == 0) {  // ok: CU011
+          if (a > b) { row[col] = b; row[ixj] = a; }
+        } else {
+          if (a < b) { row[col] = b; row[ixj] = a; }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  x[blockIdx.x * ncols + col] = row[col];
+}
+
+__global__ void group_scales(float* __restrict__ scales, const float* __restrict__ x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float amax = fabsf(x[i]);
+  for (int off = 8; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, off, 16));
+  if (i % 16 == 0) scales[i / 16] = amax / 127.0f;  // ok: CU011
+}
+
+struct tensor {
+  void* data;
+  int type;
+};
+
+__global__ void scale_from(const float* __restrict__ x, float* __restrict__ y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i];  // expect: CU002
+}
+
+void scale_by_type(const tensor* x, tensor* dst, int n) {
+  switch (x->type) {
+    case 0:
+      scale_from<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n);
+      break;
+    case 1:
+      scale_from<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n);  // ok: CU012
+      break;
+  }
+}
+
+struct __align__(16) rgba32 {
+  unsigned r, g, b, a;
+};
+
+template <class T>
+__global__ void copy_any(T* __restrict__ out, const T* __restrict__ in, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i];  // ok: CU002
+}
+
+void copy_pixels(void* out, const void* in, int n, bool wide) {
+  if (wide) copy_any<rgba32><<<(n + 255) / 256, 256>>>((rgba32*)out, (const rgba32*)in, n);
+  else copy_any<unsigned char><<<(n + 255) / 256, 256>>>((unsigned char*)out, (const unsigned char*)in, n);
 }
 
 __global__ void step(float* __restrict__ x, int n) {

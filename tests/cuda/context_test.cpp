@@ -190,7 +190,7 @@ void bench(float* d, float* h, int reps, cudaEvent_t start, cudaEvent_t stop) {
   EXPECT_TRUE(flag(*syncs[1], "loop_launches"));
 }
 
-TEST(CudaReductions, AxpyIsNotASerialReductionAndModuloThreeIsNotInterleaved) {
+TEST(CudaReductions, AxpyIsNotASerialReductionAndOnlyAStrideModulusIsInterleaved) {
   auto m = parse(R"(
 __global__ void attention_value(float* out, const float* att, const float* v, int T, int hs) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -209,16 +209,24 @@ __global__ void row_sum(float* out, const float* x, int C) {
 __global__ void sections(float* out, const float* pos, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i % 3 == 0) out[i] = pos[i];
-  if (i % 4 == 0) out[i] = 0.0f;
+  if (i % 16 == 0) out[i] = 0.0f;
+  for (int s = 1; s < blockDim.x; s *= 2) {
+    if (i % (2 * s) == 0) out[i] += out[i + s];
+    if ((i & (2 * s - 1)) == 0) out[i] += out[i + s];
+    if ((i & s) == 0) out[i] = pos[i]; else out[i] = -pos[i];
+  }
 }
 )");
   ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
   EXPECT_TRUE(nodes(*function(m, "attention_value"), "serial_reduction").empty());
   EXPECT_EQ(nodes(*function(m, "row_sum"), "serial_reduction").size(), 1u);
   auto branches = nodes(*function(m, "sections"), "branch");
-  ASSERT_EQ(branches.size(), 2u);
-  EXPECT_FALSE(flag(*branches[0], "interleaved_modulo"));
-  EXPECT_TRUE(flag(*branches[1], "interleaved_modulo"));
+  ASSERT_EQ(branches.size(), 5u);
+  EXPECT_FALSE(flag(*branches[0], "interleaved_modulo"));  // % 3: one of three sections
+  EXPECT_FALSE(flag(*branches[1], "interleaved_modulo"));  // % 16: one writer per group
+  EXPECT_TRUE(flag(*branches[2], "interleaved_modulo"));   // % (2*s)
+  EXPECT_TRUE(flag(*branches[3], "interleaved_modulo"));   // & (2*s - 1)
+  EXPECT_FALSE(flag(*branches[4], "interleaved_modulo"));  // & s, both sides work: bitonic
 }
 
 TEST(CudaLaneStride, ShortChunkPerThreadIsNotARowPerThread) {

@@ -226,6 +226,70 @@ TEST(CudaPasses, ThreePassSoftmaxAndOnePassStatistics) {
   EXPECT_EQ(kinds("layernorm_welford"), std::vector<std::string>{"reread/2"});
 }
 
+// ggml's snake.cu: one launch per dtype, in the arms of a switch, each reading x->data
+// and writing dst->data. Only one arm runs, and x->data is not dst->data.
+TEST(CudaHost, LaunchesInOtherBranchesOrOtherTensorsDoNotFollowEachOther) {
+  auto m = parse(R"(
+struct tensor { void* data; int type; };
+__global__ void scale(const float* __restrict__ x, float* __restrict__ y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i];
+}
+void by_type(const tensor* x, tensor* dst, int n) {
+  switch (x->type) {
+    case 0: scale<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n); break;
+    case 1: scale<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n); break;
+  }
+  if (n > 4096) scale<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n);
+  else scale<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n);
+}
+void chained(const tensor* x, tensor* dst, int n) {
+  scale<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n);
+  scale<<<(n + 255) / 256, 256>>>((const float*)dst->data, (float*)dst->data, n);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto launches = nodes(*function(m, "by_type"), "launch");
+  ASSERT_EQ(launches.size(), 4u);
+  for (const ir::Node* l : launches) EXPECT_FALSE(flag(*l, "consumes_previous_output"));
+  auto chained = nodes(*function(m, "chained"), "launch");
+  ASSERT_EQ(chained.size(), 2u);
+  EXPECT_TRUE(flag(*chained[1], "consumes_previous_output"));
+}
+
+// cuda-samples' alignedTypes: one copy kernel over T, run on 1- to 16-byte structs. The
+// widest vector-like instantiation is what its accesses move; a copy by type size
+// (uint8_t..uint64_t, ggml's concat) still moves scalars.
+TEST(CudaAccess, TemplateElementTypesAreReadFromTheFilesInstantiations) {
+  auto m = parse(R"(
+struct __align__(16) rgba32 { unsigned r, g, b, a; };
+template <class T> __global__ void copy_structs(T* __restrict__ out, const T* __restrict__ in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i];
+}
+template <class T> __global__ void copy_by_size(T* __restrict__ out, const T* __restrict__ in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i];
+}
+void run(void* out, const void* in, int n) {
+  copy_structs<unsigned char><<<n / 256, 256>>>((unsigned char*)out, (const unsigned char*)in, n);
+  copy_structs<rgba32><<<n / 256, 256>>>((rgba32*)out, (const rgba32*)in, n);
+  copy_by_size<unsigned><<<n / 256, 256>>>((unsigned*)out, (const unsigned*)in, n);
+  copy_by_size<unsigned long long><<<n / 256, 256>>>((unsigned long long*)out, (const unsigned long long*)in, n);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto structs = nodes(*function(m, "copy_structs"), "store");
+  ASSERT_EQ(structs.size(), 1u);
+  EXPECT_EQ(num(*structs[0], "elem_bytes"), 16);
+  EXPECT_EQ(num(*structs[0], "vector_width"), 4);
+  EXPECT_FALSE(flag(*structs[0], "vectorizable"));
+  auto by_size = nodes(*function(m, "copy_by_size"), "store");
+  ASSERT_EQ(by_size.size(), 1u);
+  EXPECT_EQ(num(*by_size[0], "elem_bytes"), 4);
+  EXPECT_TRUE(flag(*by_size[0], "vectorizable"));
+}
+
 TEST(CudaHost, LaunchesLinkToTheProducerOfTheirInput) {
   auto m = parse(R"(
 __global__ void producer(const float* __restrict__ a, float* __restrict__ b, int n) {
