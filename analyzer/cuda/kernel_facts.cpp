@@ -21,8 +21,10 @@ void FunctionLowering::finish_device() {
     } else {
       if (std::get<int64_t>(n.attrs.at("vector_width")) == 1) ++scalar_loads;
       // A strided gather (the top element of every block of a scan) is not an
-      // element-wise map.
+      // element-wise map, nor is a read at coordinates computed in floating point (an
+      // upscale's nearest or bilinear taps): wider loads do not fit it.
       if (const auto* u = n.attr("uncoalesced"); u && std::get<bool>(*u)) pointwise = false;
+      if (n.attr("float_coordinate")) pointwise = false;
     }
   }
   // Pointwise: each thread maps its elements independently; any reduction (an

@@ -157,6 +157,8 @@ NodeId FunctionLowering::emit_access(const clang::Expr* e, const Pointer& p, boo
   a["index"] = elems ? elems->text() : p.byte_offset.text() + " bytes";
   bool thread_dep = thread_dependent(p.byte_offset);
   a["thread_dependent"] = thread_dep;
+  for (const std::string& atom : float_atoms_)
+    if (p.byte_offset.mentions(atom)) a["float_coordinate"] = true;
   a["in_loop"] = loop_ >= 0;
   LaneStride lx = lane_stride(p.byte_offset, elem_bytes, kThreadX);
   bool affine = lx.affine && !lane_varying_nonaffine(p.byte_offset);
@@ -288,6 +290,13 @@ Poly FunctionLowering::value(const clang::Expr* e) {
     return opaque(e, false, false);
   }
   if (auto* cast = llvm::dyn_cast<clang::CastExpr>(e)) {
+    // (int)(i / scale): a coordinate computed in floating point (a resize, a bilinear
+    // tap). Nothing is known of its lanes but that they are not a contiguous walk.
+    if (cast->getCastKind() == clang::CK_FloatingToIntegral) {
+      Poly p = opaque_of(e, {value(cast->getSubExpr())});
+      for (const std::string& atom : p.symbols()) float_atoms_.insert(atom);
+      return p;
+    }
     if (cast->getType()->isPointerType() && !cast->getSubExpr()->getType()->isPointerType() &&
         !cast->getSubExpr()->getType()->isArrayType())
       return value(cast->getSubExpr());
@@ -637,10 +646,14 @@ void FunctionLowering::serial_reduction(const clang::Stmt* at, size_t nodes_befo
     if (acc.node < nodes_before || acc.store || acc.ptr.space != "global") continue;
     auto step = acc.ptr.byte_offset.coefficient(l.iter);
     if (!step || !step->as_constant() || *step->as_constant() != size_of(acc.ptr.elem)) continue;
-    serial_reduction_done_ = true;  // one finding per kernel: the first pass that does it
     const auto& load = fn_.nodes[acc.node];
     auto lane = load.attr("lane_stride_text");
     bool per_row = lane && std::get<std::string>(*lane) != "0";
+    // Either each lane folds its own row, or one thread folds it while the others wait.
+    // A loop every thread runs over its own output's inputs (a direct convolution's taps,
+    // lanes indexed through divisions) is neither.
+    if (!per_row && !one_thread_left_ && !enclosing_region_has("if", "single_thread")) continue;
+    serial_reduction_done_ = true;  // one finding per kernel: the first pass that does it
     add("serial_reduction", at,
         {{"param", acc.ptr.name}, {"op", std::string(op)}, {"bound", bound_text(loop_)},
          {"thread_per_row", per_row}},

@@ -22,6 +22,10 @@
 // writing dst->data (ggml's snake): only one runs, and x->data is not dst->data.
 // copy_any: a copy kernel the file also instantiates with a 16-byte struct
 // (cuda-samples' alignedTypes): its accesses are already 16 bytes wide there.
+// conv_taps: every thread sums its own output's taps (ggml's conv_transpose_1d), not
+// one thread folding a row while the others wait. upscale_nearest: the source element is
+// found by scaling the coordinate in floating point (ggml's upscale): a gather, where
+// wider loads do not fit.
 // benchmark / step_copies: a loop that records events to time its launches waits on
 // purpose; a device-to-device copy does not make the host wait. train_copy_back waits
 // for the GPU every step.
@@ -169,6 +173,23 @@ __global__ void copy_any(T* __restrict__ out, const T* __restrict__ in, int n) {
 void copy_pixels(void* out, const void* in, int n, bool wide) {
   if (wide) copy_any<rgba32><<<(n + 255) / 256, 256>>>((rgba32*)out, (const rgba32*)in, n);
   else copy_any<unsigned char><<<(n + 255) / 256, 256>>>((unsigned char*)out, (const unsigned char*)in, n);
+}
+
+__global__ void conv_taps(float* __restrict__ out, const float* __restrict__ w, const float* __restrict__ x, int K,
+                          int C, int T, int n) {
+  const int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= n) return;
+  const int t = g % T, ch = (g / T) % C;
+  float acc = 0.0f;
+  for (int k = 0; k < K; k++) acc += w[ch * K + k] * x[(t + k) / 2];  // ok: CU007
+  out[g] = acc;
+}
+
+__global__ void upscale_nearest(const float* __restrict__ x, float* __restrict__ dst, int ne0, int n, float sf) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int src0 = (i % ne0) / sf;
+  dst[i] = x[(i / ne0) * ne0 + src0];  // ok: CU002
 }
 
 __global__ void step(float* __restrict__ x, int n) {

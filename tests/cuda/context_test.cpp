@@ -229,6 +229,56 @@ __global__ void sections(float* out, const float* pos, int n) {
   EXPECT_FALSE(flag(*branches[4], "interleaved_modulo"));  // & s, both sides work: bitonic
 }
 
+// ggml's conv_transpose_1d: every thread sums its own output's taps, its inputs reached
+// through divisions; neither one row per lane nor one thread working while the others
+// wait. A thread-0 loop over the row is the serial reduction.
+TEST(CudaReductions, OnlyARowPerLaneOrALoneThreadIsASerialReduction) {
+  auto m = parse(R"(
+__global__ void conv_taps(float* out, const float* w, const float* x, int K, int C, int T, int n) {
+  int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= n) return;
+  int t = g % T, ch = (g / T) % C;
+  float acc = 0.0f;
+  for (int k = 0; k < K; k++) acc += w[ch * K + k] * x[(t + k) / 2];
+  out[g] = acc;
+}
+__global__ void lone_sum(float* out, const float* x, int C) {
+  if (threadIdx.x == 0) {
+    float s = 0.0f;
+    for (int i = 0; i < C; i++) s += x[blockIdx.x * C + i];
+    out[blockIdx.x] = s;
+  }
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  EXPECT_TRUE(nodes(*function(m, "conv_taps"), "serial_reduction").empty());
+  EXPECT_EQ(nodes(*function(m, "lone_sum"), "serial_reduction").size(), 1u);
+}
+
+// ggml's upscale: the source element is found by scaling the output coordinate in
+// floating point, so the reads are a gather that wider loads do not fit.
+TEST(CudaAccess, ReadsAtFloatingPointCoordinatesAreNotAnElementWiseMap) {
+  auto m = parse(R"(
+__global__ void upscale(const float* x, float* dst, int ne0, int n, float sf) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int i0 = i % ne0;
+  int src0 = i0 / sf;
+  dst[i] = x[(i / ne0) * ne0 + src0];
+}
+__global__ void scale(const float* x, float* dst, int n, float sf) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = x[i] * sf;
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto loads = nodes(*function(m, "upscale"), "load");
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_TRUE(flag(*loads[0], "float_coordinate"));
+  EXPECT_FALSE(flag(*nodes(*function(m, "upscale"), "store")[0], "vectorizable"));
+  EXPECT_TRUE(flag(*nodes(*function(m, "scale"), "store")[0], "vectorizable"));
+}
+
 TEST(CudaLaneStride, ShortChunkPerThreadIsNotARowPerThread) {
   auto m = parse(R"(
 __global__ void chunk4(float* out, const float* g, int n) {
