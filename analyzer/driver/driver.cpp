@@ -74,10 +74,13 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
 }
 
 // The catalog's one-line measurement of a finding's kernel ("kernels/attention_fwd"),
-// "" when it has none: a finding shows only numbers that were measured.
-std::string measurement(const std::string& kernel, const kernels::Catalog& catalog) {
+// "" when it has none: a finding shows only numbers that were measured. A finding in a
+// CUDA kernel is compared with the reference's naive CUDA form, the code the user wrote,
+// not with eager PyTorch.
+std::string measurement(const std::string& kernel, bool cuda_file, const kernels::Catalog& catalog) {
   if (!catalog.find(kernel)) return "";
-  std::string summary = catalog.speedup_summary(kernel);
+  std::string summary =
+      catalog.speedup_summary(kernel, {}, cuda_file ? kernels::Against::naive_cuda : kernels::Against::eager);
   return summary.starts_with("no measurement") ? "" : summary;
 }
 
@@ -207,8 +210,9 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
     analyze_text(program, engine, options, settings, result);
   }
   set_fingerprints(result.findings, program);
+  const bool cuda_file = driver::language_of(read.path) == "cuda";
   for (Finding& finding : result.findings)
-    if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, *options.catalog);
+    if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, cuda_file, *options.catalog);
 }
 
 // Runs fn(0..count-1) on `jobs` threads (0 = all cores) pulling indexes from one counter.

@@ -73,7 +73,7 @@ std::string read_results(const json& doc, std::vector<Measurement>& out, std::ve
   if (!doc.contains("runs") || !doc["runs"].is_array()) return "missing array field 'runs'";
   const std::string device = doc["device"];
   struct Pair {
-    double fused_ms = 0, eager_ms = 0;
+    double fused_ms = 0, eager_ms = 0, baseline_ms = 0;
     bool fused_correct = false;
   };
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Pair> pairs;
@@ -96,6 +96,8 @@ std::string read_results(const json& doc, std::vector<Measurement>& out, std::ve
       pair.fused_correct = run.contains("correct") && run["correct"].is_boolean() && run["correct"].get<bool>();
     } else if (variant == "torch_eager") {
       pair.eager_ms = run["ms"].get<double>();
+    } else if (variant == "baseline") {
+      pair.baseline_ms = run["ms"].get<double>();
     }
   }
   for (const auto& key : order) {
@@ -103,7 +105,8 @@ std::string read_results(const json& doc, std::vector<Measurement>& out, std::ve
     // A speedup is quoted only for a fused kernel that was checked correct in that run.
     if (pair.fused_ms <= 0 || pair.eager_ms <= 0 || !pair.fused_correct) continue;
     const auto& [kernel, mode, shape, dtype] = key;
-    out.push_back({kernel, mode, shape, dtype, device, elements_of(shape), pair.fused_ms, pair.eager_ms});
+    out.push_back({kernel, mode, shape, dtype, device, elements_of(shape), pair.fused_ms, pair.eager_ms,
+                   pair.baseline_ms});
   }
   return "";
 }
@@ -199,13 +202,15 @@ std::vector<Run> Catalog::runs_of(const Measurement& m) const {
   return out;
 }
 
-std::string Catalog::speedup_summary(std::string_view name, std::span<const int64_t> shape) const {
+std::string Catalog::speedup_summary(std::string_view name, std::span<const int64_t> shape, Against against) const {
   const Measurement* best = nearest(name, shape);
   if (!best) return "no measurement yet";
-  const double ratio = best->eager_ms / best->fused_ms;
+  const bool naive = against == Against::naive_cuda && best->baseline_ms > 0;
+  const double ratio = (naive ? best->baseline_ms : best->eager_ms) / best->fused_ms;
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.1fx %s", ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "faster" : "slower");
-  std::string text = "fused: " + std::string(buffer) + " than the eager form on " + best->device + " at " + best->shape +
+  std::string text = "fused: " + std::string(buffer) + (naive ? " than the naive CUDA form on " : " than the eager form on ") +
+                     best->device + " at " + best->shape +
                      " " + short_dtype(best->dtype);
   if (!best->mode.empty()) text += " (" + best->mode + ")";
   return text;

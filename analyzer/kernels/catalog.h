@@ -25,7 +25,12 @@ struct Measurement {
   std::string kernel, mode, shape, dtype, device;
   int64_t elements = 0;  // product of the shape's dimensions
   double fused_ms = 0, eager_ms = 0;
+  double baseline_ms = 0;  // the kernel's naive CUDA form; 0 when not timed
 };
+
+// What a measured kernel is compared with: the eager PyTorch form (a finding in Python
+// code) or the kernel's naive CUDA form (a finding in a CUDA kernel).
+enum class Against { eager, naive_cuda };
 
 // One timed variant of one (kernel, mode, shape, dtype) in a results file: "torch_eager",
 // "torch_library", "torch_compile", "triton", "fused" (the CUDA kernel) or "baseline"
@@ -49,8 +54,11 @@ class Catalog {
   // e.g. "fused: 3.1x faster than the eager form on NVIDIA H100 80GB HBM3 at 16384x8192 bf16",
   // at the measured shape whose element count is nearest the user's `shape`, or the
   // largest measured shape when the shape is unknown (empty); "no measurement yet" when
-  // no correct measurement of the kernel exists.
-  std::string speedup_summary(std::string_view name, std::span<const int64_t> shape = {}) const;
+  // no correct measurement of the kernel exists. Against::naive_cuda quotes the naive
+  // CUDA form instead ("... than the naive CUDA form ..."), or the eager form where it
+  // was not timed.
+  std::string speedup_summary(std::string_view name, std::span<const int64_t> shape = {},
+                              Against against = Against::eager) const;
 
   // The command `mlsem kernels bench NAME` runs: python3 <dir>/bench/bench.py --kernel NAME --out OUT
   // (empty when the kernel is unknown).

@@ -301,6 +301,11 @@ TEST(CliCache, CudaFilesFollowTheirHeaders) {
     return out;
   };
   EXPECT_EQ(rules(), std::set<std::string>{"CU002"});
+  // Its reference kernel is measured against the naive CUDA form, the code written here.
+  json report = json::parse(mlsem("--cuda-path none --format json k.cu", project).out);
+  ASSERT_EQ(report["findings"].size(), 1u);
+  EXPECT_TRUE(contains(report["findings"][0]["measured"].get<std::string>(), "than the naive CUDA form"))
+      << report["findings"][0]["measured"];
   dir.write("proj/shape.h", "#define LANES_APART 32\n");
   EXPECT_EQ(rules(), std::set<std::string>{"CU001"});
 }

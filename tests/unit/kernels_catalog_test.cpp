@@ -81,6 +81,25 @@ TEST_F(TempKernels, QuotesTheLargestShapeWhenTheUsersShapeIsUnknown) {
   EXPECT_EQ(c.speedup_summary("layernorm"), "no measurement yet");
 }
 
+// A finding in a CUDA kernel is compared with the reference's naive CUDA form (the code
+// the user wrote), a finding in Python with eager PyTorch; without a timed naive form the
+// eager comparison stands.
+TEST_F(TempKernels, CudaFindingsQuoteTheNaiveCudaForm) {
+  write("results/h100.json",
+        results("GPU A", run("lesson_vectorized", "1024", "fused", 0.2) + "," +
+                             run("lesson_vectorized", "1024", "baseline", 0.3) + "," +
+                             run("lesson_vectorized", "1024", "torch_eager", 0.19) + "," +
+                             run("bias_gelu", "8x8", "fused", 0.1) + "," + run("bias_gelu", "8x8", "torch_eager", 0.5)));
+  std::vector<FileError> errors;
+  const Catalog c = Catalog::load(dir_, errors);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(c.speedup_summary("lesson_vectorized"), "fused: 1.1x slower than the eager form on GPU A at 1024 bf16");
+  EXPECT_EQ(c.speedup_summary("lesson_vectorized", {}, Against::naive_cuda),
+            "fused: 1.5x faster than the naive CUDA form on GPU A at 1024 bf16");
+  EXPECT_EQ(c.speedup_summary("bias_gelu", {}, Against::naive_cuda),
+            "fused: 5.0x faster than the eager form on GPU A at 8x8 bf16");
+}
+
 TEST_F(TempKernels, SaysSlowerAndSkipsIncorrectOrUnpairedRuns) {
   write("results/a.json", results("GPU A", run("rope", "100x10", "fused", 0.4) + "," +
                                               run("rope", "100x10", "torch_eager", 0.1) + "," +
