@@ -110,7 +110,31 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
     for (size_t i : by_name[name]) module.functions[i].attrs["comparison"] = why;
 }
 
+// A barrier after an early return under `if (threadIdx.D >= P)` is reached by every
+// thread only when each launch in the file makes blockDim.D the argument it passes for
+// P; with no launch in the file to show it, the return is taken as divergent.
+void settle_launch_bound_returns(ir::Module& module) {
+  std::map<std::string, bool> all_dead;  // kernel -> every launch's bound returns are dead
+  for (const ir::Function& fn : module.functions)
+    for (const ir::Node& n : fn.nodes) {
+      const auto* k = n.attr("kernel");
+      const auto* dead = n.attr("bound_returns_dead");
+      if (n.op != "launch" || !k || !std::holds_alternative<std::string>(*k)) continue;
+      auto [it, fresh] = all_dead.emplace(simple_name(std::get<std::string>(*k)), true);
+      it->second = it->second && dead && std::get<bool>(*dead);
+    }
+  for (ir::Function& fn : module.functions) {
+    auto it = all_dead.find(simple_name(fn.name));
+    bool dead = it != all_dead.end() && it->second;
+    for (ir::Node& n : fn.nodes) {
+      const auto* after = n.attr("after_launch_bound_return");
+      if (n.op == "barrier" && after && std::get<bool>(*after) && !dead) n.attrs["after_thread_dependent_return"] = true;
+    }
+  }
+}
+
 void apply_launch_shapes(ir::Module& module) {
+  settle_launch_bound_returns(module);
   // blockDim.x of every launch of each kernel in this file (-1: not stated).
   std::map<std::string, std::set<int64_t>> block_x;
   for (const ir::Function& fn : module.functions)

@@ -207,7 +207,26 @@ void FunctionLowering::walk(const clang::Stmt* s) {
     if_stmt(i);
   } else if (auto* ret = llvm::dyn_cast<clang::ReturnStmt>(s)) {
     if (ret->getRetValue()) value(ret->getRetValue());
-    if (enclosing_region_has("if", "thread_dependent")) thread_dependent_return_ = true;
+    if (enclosing_region_has("if", "thread_dependent")) {
+      // Under launch-bound guards only (`if (col >= ncols) return;` with col =
+      // threadIdx.x): whether any thread returns depends on the launches.
+      bool only_bounds = true;
+      std::vector<std::pair<int, unsigned>> guards;
+      for (uint32_t r = region_; r != 0; r = fn_.regions[r].parent) {
+        const auto& reg = fn_.regions[r];
+        auto it = reg.attrs.find("thread_dependent");
+        if (reg.kind != "if" || it == reg.attrs.end() || !std::get<bool>(it->second)) continue;
+        auto g = launch_bound_guards_.find(r);
+        if (g == launch_bound_guards_.end()) only_bounds = false;
+        else guards.push_back(g->second);
+      }
+      if (only_bounds && device_) {
+        launch_bound_return_ = true;
+        for (const auto& g : guards) summary_.launch_bound_returns.push_back(g);
+      } else {
+        thread_dependent_return_ = true;
+      }
+    }
     // if (threadIdx.x != 0) return;  what follows runs on one thread (or lane).
     if (enclosing_region_has("if", "all_but_one_thread")) one_thread_left_ = true;
   } else if (auto* sw = llvm::dyn_cast<clang::SwitchStmt>(s)) {
@@ -454,10 +473,12 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
     add("branch", i->getCond(),
         {{"thread_dependent", true}, {"interleaved_modulo", modulo}, {"single_thread", single},
          {"text", text(i->getCond())}});
+  std::optional<std::pair<int, unsigned>> bound = thread_dep ? launch_bound_guard(i->getCond()) : std::nullopt;
   uint32_t saved = push_region("if", i->getThen(),
                                {{"thread_dependent", thread_dep}, {"single_thread", single},
                                 {"all_but_one_thread", all_but_one},
                                 {"interleaved_modulo", modulo}});
+  if (bound) launch_bound_guards_[region_] = *bound;
   auto values_before = values_;
   DeviceOpState ops_before = device_ops();
   walk(i->getThen());
@@ -473,6 +494,29 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
   } else {
     merge_values(values_before);
   }
+}
+
+std::optional<std::pair<int, unsigned>> FunctionLowering::launch_bound_guard(const clang::Expr* cond) {
+  auto* bo = llvm::dyn_cast<clang::BinaryOperator>(strip(cond));
+  if (!bo || (bo->getOpcode() != clang::BO_GE && bo->getOpcode() != clang::BO_LE)) return std::nullopt;
+  const clang::Expr* index = strip(bo->getOpcode() == clang::BO_GE ? bo->getLHS() : bo->getRHS());
+  const clang::Expr* bound = strip(bo->getOpcode() == clang::BO_GE ? bo->getRHS() : bo->getLHS());
+  auto* bound_ref = llvm::dyn_cast<clang::DeclRefExpr>(bound);
+  auto* param = bound_ref ? llvm::dyn_cast<clang::ParmVarDecl>(bound_ref->getDecl()) : nullptr;
+  if (!param || param->getDeclContext() != fd_ || !param->getType()->isIntegerType()) return std::nullopt;
+  Poly p;
+  if (auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(index)) {
+    auto* v = llvm::dyn_cast<clang::VarDecl>(ref->getDecl());
+    auto it = v ? values_.find(v) : values_.end();
+    if (it == values_.end()) return std::nullopt;
+    p = it->second;
+  } else {
+    p = builtin_var(index);
+  }
+  const char* dims[] = {kThreadX, kThreadY, kThreadZ};
+  for (int d = 0; d < 3; ++d)
+    if (p == Poly::symbol(dims[d])) return std::make_pair(d, param->getFunctionScopeIndex());
+  return std::nullopt;
 }
 
 // After an if: a variable whose value differs between the branches is unknown.

@@ -690,6 +690,7 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
                      {"under_thread_dependent_branch", enclosing_region_has("if", "thread_dependent")},
                      {"in_thread_dependent_loop", enclosing_region_has("loop", "thread_dependent_bounds")},
                      {"after_thread_dependent_return", thread_dependent_return_},
+                     {"after_launch_bound_return", launch_bound_return_},
                      {"in_loop", loop_ >= 0}});
     if (block) mark_loops(&LoopInfo::has_barrier);
     barriers_.push_back(id);

@@ -75,6 +75,23 @@ std::optional<int64_t> FunctionLowering::block_x(const clang::Expr* e) const {
   return std::nullopt;
 }
 
+std::optional<std::string> FunctionLowering::block_dim_text(const clang::Expr* e, int dim) const {
+  e = strip(e);
+  if (!e) return std::nullopt;
+  if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e)) {
+    auto* v = llvm::dyn_cast<clang::VarDecl>(dre->getDecl());
+    if (v && v->getInit() && v->getType()->isRecordType() && strip(v->getInit()) != e)
+      return block_dim_text(v->getInit(), dim);
+  }
+  if (auto* ce = llvm::dyn_cast<clang::CXXConstructExpr>(e)) {
+    if (ce->getNumArgs() == 1 && strip(ce->getArg(0))->getType()->isRecordType()) return block_dim_text(ce->getArg(0), dim);
+    if (ce->getNumArgs() == 0) return std::nullopt;
+    return static_cast<unsigned>(dim) < ce->getNumArgs() ? text(strip(ce->getArg(dim))) : std::string("1");
+  }
+  if (e->getType()->isIntegerType()) return dim == 0 ? text(e) : std::string("1");
+  return std::nullopt;
+}
+
 Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   for (const clang::Expr* a : kc->arguments()) value(a);
   if (device_) return opaque(kc, false, false);  // dynamic parallelism: not modelled
@@ -114,6 +131,15 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
     if (written) writes.insert(buf);
   }
   attrs["args"] = args;
+  // Its early returns under `threadIdx.D >= P` never run: blockDim.D is what it passes for P.
+  if (summary && !summary->launch_bound_returns.empty() && config && config->getNumArgs() >= 2) {
+    bool dead = true;
+    for (const auto& [dim, index] : summary->launch_bound_returns) {
+      auto block = block_dim_text(config->getArg(1), dim);
+      dead = dead && block && index < kc->getNumArgs() && *block == text(strip(kc->getArg(index)));
+    }
+    attrs["bound_returns_dead"] = dead;
+  }
   device_op("launch", kc, std::move(attrs), reads, writes);
   return Poly();
 }

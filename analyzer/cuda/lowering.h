@@ -84,6 +84,10 @@ struct KernelSummary {
   std::vector<bool> param_read, param_written;
   bool pointwise = false;
   bool gemm = false;
+  // Early returns under `if (threadIdx.D >= P)`, P a parameter: (D as 0/1/2, P's index).
+  // Such a return never runs when every launch makes blockDim.D the argument it passes
+  // for P (ggml's argsort: block_dims(ncols_pad, 1, 1) and ncols_pad).
+  std::vector<std::pair<int, unsigned>> launch_bound_returns;
 };
 
 // ---------------------------------------------------------------------------
@@ -170,6 +174,8 @@ class FunctionLowering {
   std::vector<Access> accesses_;
   bool saw_thread_modulo_ = false;
   bool thread_dependent_return_ = false;
+  bool launch_bound_return_ = false;  // after a return summary_.launch_bound_returns holds
+  std::map<uint32_t, std::pair<int, unsigned>> launch_bound_guards_;  // if region -> (D, P)
   bool one_thread_left_ = false;  // after if (threadIdx.x != 0) return;
   std::vector<NodeId> barriers_, atomics_;
   bool uses_shuffle_ = false, has_vector_access_ = false, serial_reduction_done_ = false;
@@ -293,6 +299,11 @@ class FunctionLowering {
   Poly launch(const clang::CUDAKernelCallExpr* kc);
 
   std::optional<int64_t> block_x(const clang::Expr* e) const;
+  // The source text of blockDim's component `dim` in a launch's block argument ("1" for a
+  // component left out); nullopt when not stated.
+  std::optional<std::string> block_dim_text(const clang::Expr* e, int dim) const;
+  // `if (threadIdx.D >= P)`: (D, P's index), P an integer parameter of this kernel.
+  std::optional<std::pair<int, unsigned>> launch_bound_guard(const clang::Expr* cond);
 
   Poly host_call(const clang::CallExpr* call, const std::string& name);
 

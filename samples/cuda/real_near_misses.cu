@@ -26,6 +26,8 @@
 // one thread folding a row while the others wait. upscale_nearest: the source element is
 // found by scaling the coordinate in floating point (ggml's upscale): a gather, where
 // wider loads do not fit.
+// sort_rows returns `if (col >= ncols)` before its barriers, and its one launch makes
+// the block exactly ncols wide: no thread returns (ggml's argsort).
 // benchmark / step_copies: a loop that records events to time its launches waits on
 // purpose; a device-to-device copy does not make the host wait. train_copy_back waits
 // for the GPU every step.
@@ -113,8 +115,9 @@ __global__ void softmax_cached(float* __restrict__ y, const float* __restrict__ 
 __global__ void sort_rows(float* __restrict__ x, int ncols) {
   extern __shared__ float row[];
   const int col = threadIdx.x;
+  if (col >= ncols) return;
   row[col] = x[blockIdx.x * ncols + col];
-  __syncthreads();
+  __syncthreads();  // ok: CU010
   for (int k = 2; k <= ncols; k *= 2) {
     for (int j = k / 2; j > 0; j /= 2) {
       const int ixj = col ^ j;
@@ -130,6 +133,11 @@ __global__ void sort_rows(float* __restrict__ x, int ncols) {
     }
   }
   x[blockIdx.x * ncols + col] = row[col];
+}
+
+void sort_all_rows(float* x, int nrows, int ncols) {
+  const dim3 block_dims(ncols, 1, 1);
+  sort_rows<<<nrows, block_dims, ncols * sizeof(float)>>>(x, ncols);
 }
 
 __global__ void group_scales(float* __restrict__ scales, const float* __restrict__ x, int n) {

@@ -279,6 +279,42 @@ __global__ void scale(const float* x, float* dst, int n, float sf) {
   EXPECT_TRUE(flag(*nodes(*function(m, "scale"), "store")[0], "vectorizable"));
 }
 
+// ggml's argsort: `if (col >= ncols_pad) return;` before __syncthreads(), col being
+// threadIdx.x and every launch's block ncols_pad threads wide: no thread returns. A
+// launch of another width, or none in the file, leaves the barrier divergent.
+TEST(CudaBarriers, AReturnPastTheBlockWidthIsDeadWhenEveryLaunchSetsThatWidth) {
+  const char* kernel = R"(
+__global__ void sort_rows(int* dst, int ncols_pad) {
+  int col = threadIdx.x;
+  if (col >= ncols_pad) return;
+  extern __shared__ int row[];
+  row[col] = col;
+  __syncthreads();
+  dst[blockIdx.x * ncols_pad + col] = row[ncols_pad - 1 - col];
+}
+)";
+  auto after_return = [](const ir::Module& m) {
+    auto barriers = nodes(*function(m, "sort_rows"), "barrier");
+    EXPECT_EQ(barriers.size(), 1u);
+    return !barriers.empty() && flag(*barriers[0], "after_thread_dependent_return");
+  };
+  auto exact = parse(std::string(kernel) + R"(
+void run(int* dst, int nrows, int ncols_pad) {
+  const dim3 block_dims(ncols_pad, 1, 1);
+  sort_rows<<<nrows, block_dims, ncols_pad * sizeof(int)>>>(dst, ncols_pad);
+}
+)");
+  ASSERT_TRUE(exact.diagnostics.empty()) << exact.diagnostics[0].message;
+  EXPECT_FALSE(after_return(exact));
+  auto wider = parse(std::string(kernel) + R"(
+void run(int* dst, int nrows, int ncols_pad) {
+  sort_rows<<<nrows, 256, 256 * sizeof(int)>>>(dst, ncols_pad);
+}
+)");
+  EXPECT_TRUE(after_return(wider));
+  EXPECT_TRUE(after_return(parse(kernel)));
+}
+
 TEST(CudaLaneStride, ShortChunkPerThreadIsNotARowPerThread) {
   auto m = parse(R"(
 __global__ void chunk4(float* out, const float* g, int n) {
