@@ -111,6 +111,13 @@ std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() co
       if (r == 0) return false;
     }
   };
+  auto single_block = [&](uint32_t r) {
+    for (;; r = fn_.regions[r].parent) {
+      auto it = fn_.regions[r].attrs.find("single_block");
+      if (it != fn_.regions[r].attrs.end() && std::get<bool>(it->second)) return true;
+      if (r == 0) return false;
+    }
+  };
   for (const auto& [decl, list] : loads) {
     for (size_t i = 0; i < list.size() && !out.count(decl); ++i) {
       const Access& a = *list[i];
@@ -122,15 +129,6 @@ std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() co
           out[decl] = "reread";
       }
       if (out.count(decl)) break;
-      if (a.loop >= 0 && loops_[a.loop].stride_kind == "serial" && !loops_[a.loop].iter.empty() &&
-          !off.mentions(loops_[a.loop].iter)) {
-        out[decl] = "reread";
-        break;
-      }
-      if (off.as_constant()) continue;  // one scalar every thread reads once: the cache has it anyway
-      if (single_thread(ra)) continue;  // under threadIdx.x == 0: one reader
-      // Staged in shared memory (tile[ty][tx] = A[...]): each block reads it once.
-      if (const auto* st = fn_.nodes[a.node].attr("staged"); st && std::get<bool>(*st)) continue;
       // An index hidden in an opaque thread-dependent value says nothing either way.
       bool opaque = false;
       std::set<std::string> depends;
@@ -143,6 +141,19 @@ std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() co
         // or a thread-dependent atom may.
         if (!builtin && !known.count(sym)) opaque = true;
       }
+      // A load in a serial loop whose index does not move with it is read again on every
+      // iteration, unless the index is a variable the loop itself steps (flat_idx +=
+      // features, apex's bias backward): then nothing is known.
+      if (!opaque && a.loop >= 0 && loops_[a.loop].stride_kind == "serial" && !loops_[a.loop].iter.empty() &&
+          !off.mentions(loops_[a.loop].iter)) {
+        out[decl] = "reread";
+        break;
+      }
+      if (off.as_constant()) continue;  // one scalar every thread reads once: the cache has it anyway
+      if (single_thread(ra)) continue;  // under threadIdx.x == 0: one reader
+      if (single_block(ra)) continue;   // under blockIdx.x == 0: one block reads it
+      // Staged in shared memory (tile[ty][tx] = A[...]): each block reads it once.
+      if (const auto* st = fn_.nodes[a.node].attr("staged"); st && std::get<bool>(*st)) continue;
       if (opaque) continue;
       // Elements that vary within the block (with a thread index or a loop), re-read by
       // other threads or blocks; partial[blockIdx.x] is one value per block, a broadcast.

@@ -477,7 +477,8 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
   uint32_t saved = push_region("if", i->getThen(),
                                {{"thread_dependent", thread_dep}, {"single_thread", single},
                                 {"all_but_one_thread", all_but_one},
-                                {"interleaved_modulo", modulo}});
+                                {"interleaved_modulo", modulo},
+                                {"single_block", is_single_block_test(i->getCond())}});
   if (bound) launch_bound_guards_[region_] = *bound;
   auto values_before = values_;
   DeviceOpState ops_before = device_ops();
@@ -549,6 +550,21 @@ bool FunctionLowering::is_zero_test(const clang::Expr* cond) {
 }
 
 // threadIdx.x == 0, lane == 0: one thread (or one lane per warp) does the work.
+// blockIdx.x == 0 (or a conjunction holding such a test): one block runs the branch.
+bool FunctionLowering::is_single_block_test(const clang::Expr* cond) {
+  auto* bo = llvm::dyn_cast<clang::BinaryOperator>(strip(cond));
+  if (!bo) return false;
+  if (bo->getOpcode() == clang::BO_LAnd) return is_single_block_test(bo->getLHS()) || is_single_block_test(bo->getRHS());
+  if (bo->getOpcode() != clang::BO_EQ) return false;
+  for (auto [index, value] : {std::pair{bo->getLHS(), bo->getRHS()}, std::pair{bo->getRHS(), bo->getLHS()}}) {
+    if (!strip(value)->getIntegerConstantExpr(ctx_)) continue;
+    Poly p = builtin_var(strip(index));
+    for (const char* b : {"blockIdx.x", "blockIdx.y", "blockIdx.z"})
+      if (p == Poly::symbol(b)) return true;
+  }
+  return false;
+}
+
 bool FunctionLowering::is_single_thread_test(const clang::Expr* cond, clang::BinaryOperatorKind op) {
   cond = cond->IgnoreParenImpCasts();
   auto* bo = llvm::dyn_cast<clang::BinaryOperator>(cond);

@@ -229,7 +229,8 @@ class FunctionLowering {
 
   int64_t size_of(clang::QualType t) const;
   int64_t record_width(clang::QualType t) const;
-  bool is_minus_one(const clang::Expr* e) const;  // X - 1  // fields of a vector-like struct, else 1
+  bool is_minus_one(const clang::Expr* e) const;  // X - 1
+  bool is_single_block_test(const clang::Expr* cond);  // fields of a vector-like struct, else 1
   clang::QualType widest_instantiation(const Pointer& p, clang::QualType dependent) const;
 
   std::optional<Pointer> pointer_of(const clang::Expr* e);

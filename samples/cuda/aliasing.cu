@@ -11,6 +11,10 @@
 // axpy_const_restrict: the same kernel with `const float* __restrict__ x`.
 // accumulate_rows: `out` is read and written (no promise to make); `w` is read through
 // a row pointer, once per element.
+// column_sum: each thread sums a column, the inner loop stepping its own index
+// (flat_idx += features, apex's bias backward): every element is read once.
+// norm_cleanup: only block 0 reads `partial` (apex's l2norm cleanup): no other block
+// shares it.
 //
 // Expected: CU003 on w of scale_rows and x of gather_twice. Not expected: CU003 on
 // buffers read once per element, on written ones, or on const __restrict__ ones.
@@ -56,4 +60,26 @@ __global__ void accumulate_rows(float* out,  // ok: CU003
     acc += wr[c];
   }
   out[c] = acc;
+}
+
+__global__ void column_sum(float* dY,  // ok: CU003
+                           int features, int n, float* __restrict__ db) {
+  const int f = blockIdx.x * blockDim.x + threadIdx.x;
+  float s = 0.0f;
+  for (int nidx = 0; nidx < n; nidx += 4) {
+    long flat_idx = (long)nidx * features + f;
+    for (int u = 0; u < 4; u++) {
+      s += dY[flat_idx];
+      flat_idx += features;
+    }
+  }
+  db[f] = s;
+}
+
+__global__ void norm_cleanup(float* partial,  // ok: CU003
+                             float* __restrict__ per_tensor, float* __restrict__ ret, int chunks) {
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < 320) ret[threadIdx.x] = partial[threadIdx.x];
+  }
+  if (threadIdx.x == 0) ret[512 + blockIdx.x] = per_tensor[blockIdx.x * chunks];
 }

@@ -160,6 +160,40 @@ __global__ void twice(float* out, float* x, int n) {
   EXPECT_TRUE(flag(*param(*t, "x"), "reused"));
 }
 
+// apex: a column sum whose index the inner loop steps itself (flat_idx += features) reads
+// each element once; a read only block 0 makes (blockIdx.x == 0, l2norm's cleanup) is not
+// shared by blocks. The same read outside that branch is.
+TEST(CudaParams, SteppedIndicesAndOneBlocksReadsAreNotReuse) {
+  auto m = parse(R"(
+__global__ void column_sum(float* dY, int features, int n, float* db) {
+  int f = blockIdx.x * blockDim.x + threadIdx.x;
+  float s = 0.0f;
+  for (int nidx = 0; nidx < n; nidx += 4) {
+    long flat_idx = (long)nidx * features + f;
+    for (int u = 0; u < 4; u++) {
+      s += dY[flat_idx];
+      flat_idx += features;
+    }
+  }
+  db[f] = s;
+}
+__global__ void cleanup(float* output, float* per_block, float* ret) {
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < 320) ret[threadIdx.x] = output[threadIdx.x];
+  }
+  ret[512 + blockIdx.x] = per_block[blockIdx.x * 64];
+}
+__global__ void every_block(float* output, float* per_block, float* ret) {
+  ret[threadIdx.x] = output[threadIdx.x];
+  ret[512 + blockIdx.x] = per_block[blockIdx.x * 64];
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  EXPECT_FALSE(flag(*param(*function(m, "column_sum"), "dY"), "reused"));
+  EXPECT_FALSE(flag(*param(*function(m, "cleanup"), "output"), "reused"));
+  EXPECT_TRUE(flag(*param(*function(m, "every_block"), "output"), "reused"));
+}
+
 TEST(CudaHost, BenchmarkLoopsAndDeviceCopiesAreNotStalls) {
   auto m = parse(R"(
 __global__ void k(float* x) { x[threadIdx.x] = 0.0f; }
