@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches the CUDA corpus: real CUDA sources from four public projects, at pinned
+# Fetches the CUDA corpus: real CUDA sources from five public projects, at pinned
 # commits, unpacked under $CUDA_CORPUS (default /work/cudacorpus), outside the repository
 # (third-party source is never committed). Each project keeps its own directory layout
 # so that its relative #includes resolve. Idempotent. Prints the corpus root.
@@ -56,17 +56,29 @@ extract NVIDIA/cuda-samples c94ff366aed18c797b8a85dfaac7817b0228b420 \
 extract ggml-org/ggml d99724f2b141fed9e1a9f402213506c081433465 \
   include src/ggml-cuda src/ggml-common.h src/ggml-impl.h
 
-# apex csrc: fused optimizers, LayerNorm and softmax kernels. They include PyTorch's
+# apex csrc: fused optimizers (multi_tensor_*), LayerNorm, sync-BN's Welford, MLP and
+# Megatron's softmax and RoPE kernels. They include PyTorch's
 # ATen headers, which are not installed here: nvcc does not compile them either, so they
 # are analyzed only for the missing-header diagnostic (one per file).
-extract NVIDIA/apex 6424da3b4faa6c8f062da4a48c424fff3f02d42d \
-  csrc/layer_norm_cuda_kernel.cu csrc/multi_tensor_adam.cu csrc/megatron/scaled_masked_softmax_cuda.cu \
-  csrc/megatron/scaled_masked_softmax.h csrc/multi_tensor_apply.cuh csrc/type_shim.h
+extract NVIDIA/apex 6424da3b4faa6c8f062da4a48c424fff3f02d42d csrc
+
+# DeepSpeed: its inference kernels (LayerNorm, RMSNorm, softmax, GELU, RoPE, dequantize,
+# with vectorized load/store helpers), its training transformer kernels, quantization,
+# random-LTD token gathers and fused optimizers; the training and optimizer kernels
+# include PyTorch's ATen, so nvcc does not compile them here.
+extract deepspeedai/DeepSpeed edaa7221267243c7be7fb49c5d5f5c4fb97b4641 \
+  csrc/includes csrc/transformer/inference/includes csrc/transformer/inference/csrc \
+  csrc/quantization csrc/random_ltd csrc/adam csrc/lamb csrc/lion \
+  csrc/transformer/normalize_kernels.cu csrc/transformer/softmax_kernels.cu csrc/transformer/gelu_kernels.cu \
+  csrc/transformer/dropout_kernels.cu csrc/transformer/general_kernels.cu csrc/transformer/transform_kernels.cu
 
 # The analyzed files, and how their projects build them (nvcc command lines, as a
 # compile_commands.json that `mlsem analyze -p` and bench/cuda_corpus.sh both read).
 ggml_files="norm softmax rope unary binbcast getrows cpy argmax sumrows scale clamp concat mean
-  cross-entropy-loss opt-step-adamw pad acc arange diagmask im2col count-equal out-prod ssm-conv wkv"
+  cross-entropy-loss opt-step-adamw pad acc arange diagmask im2col count-equal out-prod ssm-conv wkv
+  add-id argsort col2im-1d conv-transpose-1d conv2d-dw conv2d-transpose conv2d convert cumsum diag fill
+  fwht gated_delta_net gla opt-step-sgd pad_reflect_1d pool2d quantize roll set-rows set snake softcap
+  solve_tri ssm-scan sum top-k topk-moe tri tsembd upscale"
 {
   for f in "$root"/karpathy+llm.c/dev/cuda/*.cu "$root"/karpathy+llm.c/*.cu; do
     echo "$f|$(dirname "$f")|"
@@ -80,6 +92,11 @@ ggml_files="norm softmax rope unary binbcast getrows cpy argmax sumrows scale cl
   done
   for f in "$root"/NVIDIA+apex/csrc/*.cu "$root"/NVIDIA+apex/csrc/megatron/*.cu; do
     echo "$f|$(dirname "$f")|-I$root/NVIDIA+apex/csrc"
+  done
+  d="$root/deepspeedai+DeepSpeed/csrc"
+  for f in "$d"/transformer/inference/csrc/*.cu "$d"/transformer/*.cu "$d"/quantization/*.cu "$d"/random_ltd/*.cu \
+           "$d"/adam/*.cu "$d"/lamb/*.cu "$d"/lion/*.cu; do
+    echo "$f|$(dirname "$f")|-I$d/includes -I$d/transformer/inference/includes -DBF16_AVAILABLE"
   done
 } | python3 -c '
 import json, shlex, sys
