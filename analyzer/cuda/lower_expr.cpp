@@ -590,6 +590,22 @@ Poly FunctionLowering::accumulation(const clang::BinaryOperator* bo, const clang
       return ls && *ls == 0;
     };
     bool product_shape = two_buffers && !(offset(*la) == offset(*lb)) && (broadcast(*la) || broadcast(*lb));
+    // The per-thread q·k of an attention kernel: two rows walked element by element, from
+    // one buffer or two, each picked by the thread in its own way (query row t, key row
+    // t2): every output is a row times a row, and neighbouring threads re-read the same
+    // rows. Rows picked alike (x[row*C + i] * y[row*C + i]) are a plain dot product.
+    if (!product_shape && la && lb && *la != *lb) {
+      const std::string& iter = loops_[loop_].iter;
+      auto unit = [&](NodeId id) {
+        auto step = offset(id).coefficient(iter);
+        const auto* bytes = fn_.nodes[id].attr("elem_bytes");
+        return step && step->as_constant() && bytes && *step->as_constant() == std::get<int64_t>(*bytes) &&
+               std::get<std::string>(fn_.nodes[id].attrs.at("space")) == "global";
+      };
+      Poly rows = offset(*la) - offset(*lb);
+      product_shape = !iter.empty() && unit(*la) && unit(*lb) && !rows.mentions(iter) && thread_dependent(rows) &&
+                      thread_dependent(offset(*la)) && thread_dependent(offset(*lb));
+    }
     if (product_shape && !loops_[loop_].gemm_done) {
       loops_[loop_].gemm_done = true;
       const auto& na = fn_.nodes[*la];
