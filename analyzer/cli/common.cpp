@@ -79,7 +79,8 @@ configuration:
 cache:
   --no-cache              analyze every file again
   --cache-dir DIR         cache directory (default: $MLSEM_CACHE_DIR, else .mlsem_cache/
-                          at the project root)
+                          at the project root); CUDA files are not cached, their
+                          findings also depending on the headers they include
 exit:
   --fail-on LEVEL         exit 1 only for findings of severity LEVEL or above: info
                           (default), warning or error
