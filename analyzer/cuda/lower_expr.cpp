@@ -772,6 +772,12 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
     args();
     return opaque(call, true, true);
   }
+  // A tile's rank among the block's tiles (warp.meta_group_rank(): the warp's index):
+  // the same for a warp's lanes, different between its warps.
+  if (name == "meta_group_rank") {
+    args();
+    return opaque(call, true, false);
+  }
   if (is_exp_call(name)) mark_loops(&LoopInfo::has_exp);
   if (is_max_call(name)) mark_loops(&LoopInfo::has_max);
   if (name == "powf" && call->getNumArgs() == 2) {

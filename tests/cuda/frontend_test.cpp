@@ -376,6 +376,36 @@ __global__ void k(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x] + 
 }
 
 // What nvcc 13 accepts in a .cu file and Clang's CUDA headers alone do not.
+// llm.c's layernorm_backward_kernel2: a warp index from cooperative groups
+// (warp.meta_group_rank()) guards an early return before __syncthreads(): warps of one
+// block can take it differently.
+TEST(CudaModes, AWarpRankFromCooperativeGroupsIsThreadDependent) {
+  const char* toolkit = "/usr/local/cuda";
+  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
+  CudaOptions with_toolkit;
+  with_toolkit.cuda_path = toolkit;
+  auto m = parse(R"(
+#include <cooperative_groups.h>
+__global__ void rows(float* out, const float* x, int N, int C) {
+  namespace cg = cooperative_groups;
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  int idx = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+  if (idx >= N) return;
+  extern __shared__ float acc[];
+  for (int i = threadIdx.x; i < C; i += blockDim.x) acc[i] = 0.0f;
+  __syncthreads();
+  out[idx * C + warp.thread_rank()] = x[idx * C] + acc[warp.thread_rank()];
+}
+)", with_toolkit);
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "rows");
+  ASSERT_NE(f, nullptr);
+  auto barriers = nodes(*f, "barrier");
+  ASSERT_EQ(barriers.size(), 1u);
+  EXPECT_TRUE(flag(*barriers[0], "after_thread_dependent_return"));
+}
+
 TEST(CudaModes, ToolkitModeAcceptsWhatNvccAccepts) {
   const char* toolkit = "/usr/local/cuda";
   if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
