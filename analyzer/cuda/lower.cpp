@@ -450,7 +450,10 @@ void FunctionLowering::finish_loop(const clang::Stmt* s) {
     return;
   }
   // A shared-memory tree reduction: a halving (or doubling) stride, a barrier per step.
-  if ((l.step_kind == "div" || l.step_kind == "mul") && l.has_barrier && l.shared_read_ahead) {
+  // Something is combined at each step (a sum or a max, in place or through a running
+  // value): a bitonic sort's halving loop only compares and swaps.
+  bool combines = l.has_shared_combine || l.has_accumulate || l.has_max;
+  if ((l.step_kind == "div" || l.step_kind == "mul") && l.has_barrier && l.shared_read_ahead && combines) {
     add("tree_reduction", nullptr,
         {{"reaches_warp", l.reaches_one}, {"interleaved", l.shared_stride_uses_iter},
          {"direction", std::string(l.step_kind == "div" ? "halving" : "doubling")}});

@@ -510,6 +510,19 @@ Poly FunctionLowering::assign(const clang::BinaryOperator* bo) {
           fn_.nodes[k].attrs["staged"] = true;
   }
   if (!compound && dre && is_max_of_self(rhs, dre->getDecl())) mark_loops(&LoopInfo::has_max);
+  // s[tid] += s[tid + k], s[tid] = fmaxf(s[tid], s[tid + k]): elements of shared memory
+  // combined in place, a reduction's step (a sort's compare-and-swap only moves them).
+  if (loc && loc->space == "shared") {
+    bool combine = compound;
+    for (size_t k = before; k < fn_.nodes.size() && !combine; ++k) {
+      const ir::Node& n = fn_.nodes[k];
+      combine = n.op == "load" && std::get<std::string>(n.attrs.at("param")) == loc->name &&
+                std::get<std::string>(n.attrs.at("index")) ==
+                    (loc->byte_offset.divide(size_of(loc->elem)) ? loc->byte_offset.divide(size_of(loc->elem))->text()
+                                                                  : loc->byte_offset.text() + " bytes");
+    }
+    if (combine) mark_loops(&LoopInfo::has_shared_combine);
+  }
   Poly result = r;
   if (compound) {
     switch (op) {
@@ -697,10 +710,25 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
     }
     return opaque_of(call, {r});
   }
-  if (is_one_of(name, {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or",
-                       "__syncwarp"})) {
+  // Cooperative groups: block.sync() (or cg::sync(block)) on a thread_block is a block
+  // barrier, tile.sync() on a thread_block_tile a warp barrier; a grid's is neither.
+  std::string group_barrier;
+  if (name == "sync") {
+    // thread_block::sync() is a static member: b.sync() is a call through a member
+    // expression, not a member call.
+    const clang::Expr* group = nullptr;
+    if (auto* me = llvm::dyn_cast<clang::MemberExpr>(call->getCallee()->IgnoreParenImpCasts())) group = me->getBase();
+    else if (call->getNumArgs() == 1) group = call->getArg(0);
+    std::string type = group ? group->getType().getCanonicalType().getUnqualifiedType().getAsString() : "";
+    if (type.find("thread_block_tile") != std::string::npos || type.find("coalesced_group") != std::string::npos)
+      group_barrier = "warp";
+    else if (type.find("thread_block") != std::string::npos)
+      group_barrier = "block";
+  }
+  if (!group_barrier.empty() || is_one_of(name, {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
+                                                 "__syncthreads_or", "__syncwarp"})) {
     auto parts = args();
-    bool block = name != "__syncwarp";
+    bool block = group_barrier.empty() ? name != "__syncwarp" : group_barrier == "block";
     NodeId id = add("barrier", call,
                     {{"kind", std::string(block ? "block" : "warp")},
                      {"under_thread_dependent_branch", enclosing_region_has("if", "thread_dependent")},

@@ -120,6 +120,7 @@ struct LoopInfo {
   bool bound_symbolic = false;
   bool reaches_one = false;  // halving loops: runs down to a stride below a warp
   bool has_max = false, has_exp = false, has_accumulate = false, has_square_diff = false;
+  bool has_shared_combine = false;  // shared elements combined in place (s[i] += s[i + k])
   bool has_barrier = false, has_shared_access = false, has_launch = false;
   bool has_timing = false;  // host loops: records events or reads a timer (a benchmark loop)
   bool shared_stride_uses_iter = false;

@@ -10,6 +10,8 @@
 // reduce_warp_shuffle: grid-stride accumulation in registers, then shuffles; one
 // shared slot per warp.
 // reduce_atomic_per_element: every thread adds its element to one global counter.
+// sort_pairs: a halving loop with a barrier per step that reads s[t + stride], like the
+// trees above, but compares and swaps (a sorting network's step): nothing is reduced.
 //
 // Expected: CU011 on the modulo test; CU016 on the three shared-memory trees; CU009 on
 // the 2*s*tid accesses; CU015 on the per-element atomicAdd. Not expected: anything in
@@ -118,4 +120,22 @@ __global__ void histogram_shared(const unsigned char* __restrict__ data, unsigne
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) add_to_bin(bins, data[i]);
   __syncthreads();
   atomicAdd(out + threadIdx.x % 256, bins[threadIdx.x % 256]);
+}
+
+__global__ void sort_pairs(float* __restrict__ x) {
+  __shared__ float s[512];
+  const int t = threadIdx.x;
+  s[t] = x[blockIdx.x * 512 + t];
+  for (int stride = 256; stride > 0; stride >>= 1) {  // ok: CU016
+    __syncthreads();
+    if (t < stride) {
+      const float a = s[t], b = s[t + stride];
+      if (a > b) {
+        s[t] = b;
+        s[t + stride] = a;
+      }
+    }
+  }
+  __syncthreads();
+  x[blockIdx.x * 512 + t] = s[t];
 }

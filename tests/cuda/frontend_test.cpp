@@ -406,6 +406,41 @@ __global__ void rows(float* out, const float* x, int N, int C) {
   EXPECT_TRUE(flag(*barriers[0], "after_thread_dependent_return"));
 }
 
+// Cooperative groups' barriers: block.sync() on a thread_block (a static member, called
+// through the object) and cg::sync(block) are block barriers, tile.sync() a warp's
+// (DeepSpeed's softmax syncs its block under a per-row guard).
+TEST(CudaModes, CooperativeGroupsSyncIsABarrier) {
+  const char* toolkit = "/usr/local/cuda";
+  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
+  CudaOptions with_toolkit;
+  with_toolkit.cuda_path = toolkit;
+  auto m = parse(R"(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void rows(float* out, const float* x, int total) {
+  cg::thread_block b = cg::this_thread_block();
+  cg::thread_block_tile<32> g = cg::tiled_partition<32>(b);
+  __shared__ float part[32];
+  int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row < total) {
+    if (g.thread_rank() == 0) part[threadIdx.x >> 5] = x[row];
+    b.sync();
+    g.sync();
+    out[row] = part[0];
+  }
+  cg::sync(b);
+}
+)", with_toolkit);
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto barriers = nodes(*function(m, "rows"), "barrier");
+  ASSERT_EQ(barriers.size(), 3u);
+  EXPECT_EQ(str(*barriers[0], "kind"), "block");
+  EXPECT_TRUE(flag(*barriers[0], "under_thread_dependent_branch"));
+  EXPECT_EQ(str(*barriers[1], "kind"), "warp");
+  EXPECT_EQ(str(*barriers[2], "kind"), "block");
+  EXPECT_FALSE(flag(*barriers[2], "under_thread_dependent_branch"));
+}
+
 TEST(CudaModes, ToolkitModeAcceptsWhatNvccAccepts) {
   const char* toolkit = "/usr/local/cuda";
   if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
