@@ -1,6 +1,8 @@
 // The CUDA frontend on small kernels written for these tests: what reaches the IR.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,16 @@ namespace fs = std::filesystem;
 CudaOptions prelude_mode() {
   CudaOptions o;
   o.cuda_path = "none";
+  return o;
+}
+
+// The CUDA toolkit's headers, where they are installed (tests that need them skip
+// without them).
+std::optional<CudaOptions> toolkit_mode() {
+  const char* toolkit = "/usr/local/cuda";
+  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) return std::nullopt;
+  CudaOptions o;
+  o.cuda_path = toolkit;
   return o;
 }
 
@@ -380,10 +392,9 @@ __global__ void k(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x] + 
 // (warp.meta_group_rank()) guards an early return before __syncthreads(): warps of one
 // block can take it differently.
 TEST(CudaModes, AWarpRankFromCooperativeGroupsIsThreadDependent) {
-  const char* toolkit = "/usr/local/cuda";
-  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
-  CudaOptions with_toolkit;
-  with_toolkit.cuda_path = toolkit;
+  std::optional<CudaOptions> toolkit = toolkit_mode();
+  if (!toolkit) GTEST_SKIP() << "no CUDA toolkit here";
+  const CudaOptions& with_toolkit = *toolkit;
   auto m = parse(R"(
 #include <cooperative_groups.h>
 __global__ void rows(float* out, const float* x, int N, int C) {
@@ -410,10 +421,9 @@ __global__ void rows(float* out, const float* x, int N, int C) {
 // through the object) and cg::sync(block) are block barriers, tile.sync() a warp's
 // (DeepSpeed's softmax syncs its block under a per-row guard).
 TEST(CudaModes, CooperativeGroupsSyncIsABarrier) {
-  const char* toolkit = "/usr/local/cuda";
-  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
-  CudaOptions with_toolkit;
-  with_toolkit.cuda_path = toolkit;
+  std::optional<CudaOptions> toolkit = toolkit_mode();
+  if (!toolkit) GTEST_SKIP() << "no CUDA toolkit here";
+  const CudaOptions& with_toolkit = *toolkit;
   auto m = parse(R"(
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
@@ -442,10 +452,9 @@ __global__ void rows(float* out, const float* x, int total) {
 }
 
 TEST(CudaModes, ToolkitModeAcceptsWhatNvccAccepts) {
-  const char* toolkit = "/usr/local/cuda";
-  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
-  CudaOptions with_toolkit;
-  with_toolkit.cuda_path = toolkit;
+  std::optional<CudaOptions> toolkit = toolkit_mode();
+  if (!toolkit) GTEST_SKIP() << "no CUDA toolkit here";
+  const CudaOptions& with_toolkit = *toolkit;
   auto m = parse(R"(#include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
 #include <cuda_fp8.h>
@@ -565,11 +574,10 @@ TEST(CudaSuppressions, IgnoreCommentsAreRecordedByLine) {
 }
 
 TEST(CudaModes, PreludeAndToolkitParseTheSameSample) {
-  const char* toolkit = "/usr/local/cuda";
-  if (!fs::exists(fs::path(toolkit) / "include" / "cuda_runtime.h")) GTEST_SKIP() << "no CUDA toolkit here";
+  std::optional<CudaOptions> toolkit = toolkit_mode();
+  if (!toolkit) GTEST_SKIP() << "no CUDA toolkit here";
   std::string text = read_sample("bias_gelu.cu");
-  CudaOptions with_toolkit;
-  with_toolkit.cuda_path = toolkit;
+  const CudaOptions& with_toolkit = *toolkit;
   auto a = parse(text, prelude_mode(), "samples/cuda/bias_gelu.cu");
   auto b = parse(text, with_toolkit, "samples/cuda/bias_gelu.cu");
   EXPECT_TRUE(a.diagnostics.empty()) << a.diagnostics[0].message;
