@@ -78,6 +78,8 @@ class UsageStage {
   std::unordered_map<std::string, size_t> top_index_;  // owns its keys: top_ reallocates
   std::vector<ClassDef> classes_;
   std::vector<Span> decorators_;
+  mutable bool words_built_ = false;
+  mutable std::unordered_map<std::string_view, std::vector<uint32_t>> words_;  // word -> offsets
 
   std::string_view text(TSNode n) const { return text_of(n, src_); }
   TSSymbol sym(TSNode n) const { return ts_node_symbol(n); }
@@ -142,15 +144,46 @@ class UsageStage {
     return m;
   }
 
+  // Where each word of the text stands, built on the first lookup: a file with hundreds
+  // of top-level functions asks for each one's mentions, and one pass over the text
+  // answers them all (a scan per name was quadratic in the file's size).
+  const std::vector<uint32_t>& offsets_of(std::string_view name) const {
+    if (!words_built_) {
+      words_built_ = true;
+      for (size_t i = 0; i < src_.size();) {
+        if (!word_byte(static_cast<unsigned char>(src_[i]))) { ++i; continue; }
+        size_t e = i;
+        while (e < src_.size() && word_byte(static_cast<unsigned char>(src_[e]))) ++e;
+        words_[src_.substr(i, e - i)].push_back(static_cast<uint32_t>(i));
+        i = e;
+      }
+    }
+    static const std::vector<uint32_t> none;
+    auto it = words_.find(name);
+    return it == words_.end() ? none : it->second;
+  }
+  static bool one_word(std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return word_byte(static_cast<unsigned char>(c)); });
+  }
+
   // The identifiers named `name` in [from, to), in source order.
   std::vector<TSNode> identifiers(std::string_view name, uint32_t from = 0,
                                   uint32_t to = std::numeric_limits<uint32_t>::max()) const {
-    return identifiers_named(root_, src_, name, S.identifier, from, to);
+    if (!one_word(name)) return identifiers_named(root_, src_, name, S.identifier, from, to);
+    std::vector<TSNode> out;
+    for (uint32_t b : offsets_of(name)) {
+      if (b < from || b + name.size() > to) continue;
+      uint32_t e = b + static_cast<uint32_t>(name.size());
+      TSNode n = ts_node_named_descendant_for_byte_range(root_, b, e);
+      if (!ts_node_is_null(n) && sym(n) == S.identifier && ts_node_start_byte(n) == b && ts_node_end_byte(n) == e)
+        out.push_back(n);
+    }
+    return out;
   }
 
   // Whether some string's whole content is `name`.
   bool named_by_string(std::string_view name) const {
-    for (uint32_t b : word_offsets(src_, name))
+    for (uint32_t b : one_word(name) ? offsets_of(name) : word_offsets(src_, name))
       if (mention_at(b, name.size()).string_name) return true;
     return false;
   }
