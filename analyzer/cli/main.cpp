@@ -48,12 +48,6 @@ int rules(const std::vector<std::string>& args, const char* argv0) {
   return kClean;
 }
 
-// A CUDA rule's reference kernel is compared with its naive CUDA form, the code such a
-// finding is in; a Python rule's with eager PyTorch.
-kernels::Against against(const Rule& rule) {
-  return rule.language == "cuda" ? kernels::Against::naive_cuda : kernels::Against::eager;
-}
-
 int explain(const std::vector<std::string>& args, const char* argv0) {
   CommandLine line = parse("explain", args, {{}, {"--data", "--format"}, {}});
   if (line.flags.contains("--help")) return print_help("explain"), kClean;
@@ -67,7 +61,7 @@ int explain(const std::vector<std::string>& args, const char* argv0) {
     if (rule->kernel) {
       std::vector<FileError> errors;
       kernels::Catalog catalog = load_catalog(data, errors);
-      if (catalog.find(*rule->kernel)) measured = catalog.speedup_summary(*rule->kernel, {}, against(*rule));
+      if (catalog.find(*rule->kernel)) measured = catalog.speedup_summary(*rule->kernel, {}, kernels::against_for(rule->language));
     }
     std::cout << report::explain_markdown(*rule, engine, measured);
     return kClean;
@@ -77,7 +71,7 @@ int explain(const std::vector<std::string>& args, const char* argv0) {
     std::vector<FileError> errors;
     kernels::Catalog catalog = load_catalog(data, errors);
     if (catalog.find(*rule->kernel))
-      std::cout << "    measured: " << catalog.speedup_summary(*rule->kernel, {}, against(*rule)) << "\n";
+      std::cout << "    measured: " << catalog.speedup_summary(*rule->kernel, {}, kernels::against_for(rule->language)) << "\n";
   }
   return kClean;
 }

@@ -120,8 +120,8 @@ void settle_launch_bound_returns(ir::Module& module) {
       const auto* k = n.attr("kernel");
       const auto* dead = n.attr("bound_returns_dead");
       if (n.op != "launch" || !k || !std::holds_alternative<std::string>(*k)) continue;
-      auto [it, fresh] = all_dead.emplace(simple_name(std::get<std::string>(*k)), true);
-      it->second = it->second && dead && std::get<bool>(*dead);
+      bool& all = all_dead.try_emplace(simple_name(std::get<std::string>(*k)), true).first->second;
+      all = all && dead && std::get<bool>(*dead);
     }
   for (ir::Function& fn : module.functions) {
     auto it = all_dead.find(simple_name(fn.name));

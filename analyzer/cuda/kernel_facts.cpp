@@ -104,20 +104,6 @@ std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() co
       if (r == 0) return false;
     }
   };
-  auto single_thread = [&](uint32_t r) {
-    for (;; r = fn_.regions[r].parent) {
-      auto it = fn_.regions[r].attrs.find("single_thread");
-      if (it != fn_.regions[r].attrs.end() && std::get<bool>(it->second)) return true;
-      if (r == 0) return false;
-    }
-  };
-  auto single_block = [&](uint32_t r) {
-    for (;; r = fn_.regions[r].parent) {
-      auto it = fn_.regions[r].attrs.find("single_block");
-      if (it != fn_.regions[r].attrs.end() && std::get<bool>(it->second)) return true;
-      if (r == 0) return false;
-    }
-  };
   for (const auto& [decl, list] : loads) {
     for (size_t i = 0; i < list.size() && !out.count(decl); ++i) {
       const Access& a = *list[i];
@@ -150,8 +136,8 @@ std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() co
         break;
       }
       if (off.as_constant()) continue;  // one scalar every thread reads once: the cache has it anyway
-      if (single_thread(ra)) continue;  // under threadIdx.x == 0: one reader
-      if (single_block(ra)) continue;   // under blockIdx.x == 0: one block reads it
+      if (region_has(ra, "if", "single_thread")) continue;  // under threadIdx.x == 0: one reader
+      if (region_has(ra, "if", "single_block")) continue;   // under blockIdx.x == 0: one block reads it
       // Staged in shared memory (tile[ty][tx] = A[...]): each block reads it once.
       if (const auto* st = fn_.nodes[a.node].attr("staged"); st && std::get<bool>(*st)) continue;
       if (opaque) continue;

@@ -100,7 +100,11 @@ uint32_t FunctionLowering::push_region(std::string kind, const clang::Stmt* s, s
 }
 
 bool FunctionLowering::enclosing_region_has(const char* kind, const char* flag) const {
-  for (uint32_t r = region_; r != 0; r = fn_.regions[r].parent) {
+  return region_has(region_, kind, flag);
+}
+
+bool FunctionLowering::region_has(uint32_t from, const char* kind, const char* flag) const {
+  for (uint32_t r = from; r != 0; r = fn_.regions[r].parent) {
     const auto& reg = fn_.regions[r];
     auto it = reg.attrs.find(flag);
     if (reg.kind == kind && it != reg.attrs.end() && std::get_if<bool>(&it->second) &&
@@ -552,7 +556,6 @@ bool FunctionLowering::is_zero_test(const clang::Expr* cond) {
   return false;
 }
 
-// threadIdx.x == 0, lane == 0: one thread (or one lane per warp) does the work.
 // blockIdx.x == 0 (or a conjunction holding such a test): one block runs the branch.
 bool FunctionLowering::is_single_block_test(const clang::Expr* cond) {
   auto* bo = llvm::dyn_cast<clang::BinaryOperator>(strip(cond));
@@ -568,6 +571,7 @@ bool FunctionLowering::is_single_block_test(const clang::Expr* cond) {
   return false;
 }
 
+// threadIdx.x == 0, lane == 0: one thread (or one lane per warp) does the work.
 bool FunctionLowering::is_single_thread_test(const clang::Expr* cond, clang::BinaryOperatorKind op) {
   cond = cond->IgnoreParenImpCasts();
   auto* bo = llvm::dyn_cast<clang::BinaryOperator>(cond);

@@ -4,6 +4,8 @@
 // serial reductions) and device calls (barriers, shuffles, atomics, cache-hint loads).
 #include "cuda/lowering.h"
 
+#include <algorithm>
+
 namespace mlsem::cuda::detail {
 
 int64_t FunctionLowering::size_of(clang::QualType t) const {
@@ -513,14 +515,9 @@ Poly FunctionLowering::assign(const clang::BinaryOperator* bo) {
   // s[tid] += s[tid + k], s[tid] = fmaxf(s[tid], s[tid + k]): elements of shared memory
   // combined in place, a reduction's step (a sort's compare-and-swap only moves them).
   if (loc && loc->space == "shared") {
-    bool combine = compound;
-    for (size_t k = before; k < fn_.nodes.size() && !combine; ++k) {
-      const ir::Node& n = fn_.nodes[k];
-      combine = n.op == "load" && std::get<std::string>(n.attrs.at("param")) == loc->name &&
-                std::get<std::string>(n.attrs.at("index")) ==
-                    (loc->byte_offset.divide(size_of(loc->elem)) ? loc->byte_offset.divide(size_of(loc->elem))->text()
-                                                                  : loc->byte_offset.text() + " bytes");
-    }
+    bool combine = compound || std::any_of(accesses_.begin(), accesses_.end(), [&](const Access& acc) {
+      return acc.node >= before && !acc.store && acc.ptr.decl == loc->decl && acc.ptr.byte_offset == loc->byte_offset;
+    });
     if (combine) mark_loops(&LoopInfo::has_shared_combine);
   }
   Poly result = r;

@@ -48,47 +48,37 @@ NodeId FunctionLowering::device_op(const char* op, const clang::Stmt* at, std::m
   return id;
 }
 
-// blockDim.x of a launch when the source states it: <<<g, 256>>>, <<<g, dim3(1, 256)>>>,
-// or a dim3 variable initialized so (`const dim3 block_dims(1, N, 1);`).
-std::optional<int64_t> FunctionLowering::block_x(const clang::Expr* e) const {
-  e = strip(e);
-  if (!e) return std::nullopt;
-  if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e)) {
-    auto* v = llvm::dyn_cast<clang::VarDecl>(dre->getDecl());
-    // A dim3 variable: its initializer (an int constant is handled below).
-    if (!v || !v->getInit() || !v->getType()->isRecordType()) return std::nullopt;
-    const clang::Expr* init = strip(v->getInit());
-    if (init == e) return std::nullopt;
-    return block_x(init);
-  }
-  if (auto* ce = llvm::dyn_cast<clang::CXXConstructExpr>(e)) {
-    if (ce->getNumArgs() == 0) return std::nullopt;
-    if (ce->getNumArgs() == 1 && strip(ce->getArg(0))->getType()->isRecordType())
-      return block_x(ce->getArg(0));  // a copy of a dim3 (a variable or a temporary)
-    if (auto v = strip(ce->getArg(0))->getIntegerConstantExpr(ctx_)) return v->getExtValue();
-    return std::nullopt;
-  }
-  if (auto* il = llvm::dyn_cast<clang::InitListExpr>(e); il && il->getNumInits() > 0)
-    if (auto v = strip(il->getInit(0))->getIntegerConstantExpr(ctx_)) return v->getExtValue();
-  if (e->getType()->isIntegerType())
-    if (auto v = e->getIntegerConstantExpr(ctx_)) return v->getExtValue();
-  return std::nullopt;
-}
-
-std::optional<std::string> FunctionLowering::block_dim_text(const clang::Expr* e, int dim) const {
+// Component `dim` (0 = x) of a launch's block argument as the source states it:
+// <<<g, 256>>>, <<<g, dim3(1, N)>>>, <<<g, {256, 1, 1}>>>, or a dim3 variable initialized
+// so (`const dim3 block_dims(ncols_pad, 1, 1);`). A component left out is 1 (`expr` null).
+std::optional<FunctionLowering::BlockDim> FunctionLowering::block_dim(const clang::Expr* e, int dim) const {
   e = strip(e);
   if (!e) return std::nullopt;
   if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e)) {
     auto* v = llvm::dyn_cast<clang::VarDecl>(dre->getDecl());
     if (v && v->getInit() && v->getType()->isRecordType() && strip(v->getInit()) != e)
-      return block_dim_text(v->getInit(), dim);
+      return block_dim(v->getInit(), dim);  // a dim3 variable: its initializer
   }
+  auto component = [&](unsigned count, auto arg) -> std::optional<BlockDim> {
+    if (count == 0) return std::nullopt;
+    return static_cast<unsigned>(dim) < count ? BlockDim{strip(arg(dim))} : BlockDim{};
+  };
   if (auto* ce = llvm::dyn_cast<clang::CXXConstructExpr>(e)) {
-    if (ce->getNumArgs() == 1 && strip(ce->getArg(0))->getType()->isRecordType()) return block_dim_text(ce->getArg(0), dim);
-    if (ce->getNumArgs() == 0) return std::nullopt;
-    return static_cast<unsigned>(dim) < ce->getNumArgs() ? text(strip(ce->getArg(dim))) : std::string("1");
+    if (ce->getNumArgs() == 1 && strip(ce->getArg(0))->getType()->isRecordType())
+      return block_dim(ce->getArg(0), dim);  // a copy of a dim3 (a variable or a temporary)
+    return component(ce->getNumArgs(), [&](unsigned k) { return ce->getArg(k); });
   }
-  if (e->getType()->isIntegerType()) return dim == 0 ? text(e) : std::string("1");
+  if (auto* il = llvm::dyn_cast<clang::InitListExpr>(e))
+    return component(il->getNumInits(), [&](unsigned k) { return il->getInit(k); });
+  if (e->getType()->isIntegerType()) return dim == 0 ? BlockDim{e} : BlockDim{};
+  return std::nullopt;
+}
+
+std::optional<int64_t> FunctionLowering::block_x(const clang::Expr* e) const {
+  auto x = block_dim(e, 0);
+  if (!x) return std::nullopt;
+  if (!x->expr) return 1;
+  if (auto v = x->expr->getIntegerConstantExpr(ctx_)) return v->getExtValue();
   return std::nullopt;
 }
 
@@ -135,8 +125,9 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   if (summary && !summary->launch_bound_returns.empty() && config && config->getNumArgs() >= 2) {
     bool dead = true;
     for (const auto& [dim, index] : summary->launch_bound_returns) {
-      auto block = block_dim_text(config->getArg(1), dim);
-      dead = dead && block && index < kc->getNumArgs() && *block == text(strip(kc->getArg(index)));
+      auto block = block_dim(config->getArg(1), dim);
+      dead = dead && block && index < kc->getNumArgs() &&
+             (block->expr ? text(block->expr) : std::string("1")) == text(strip(kc->getArg(index)));
     }
     attrs["bound_returns_dead"] = dead;
   }

@@ -206,6 +206,8 @@ class FunctionLowering {
   uint32_t push_region(std::string kind, const clang::Stmt* s, std::map<std::string, Attr> attrs);
 
   bool enclosing_region_has(const char* kind, const char* flag) const;
+  // The same from region `from` outward.
+  bool region_has(uint32_t from, const char* kind, const char* flag) const;
 
   bool thread_dependent(const Poly& p) const;
   bool lane_varying_nonaffine(const Poly& p) const;
@@ -300,10 +302,13 @@ class FunctionLowering {
 
   Poly launch(const clang::CUDAKernelCallExpr* kc);
 
-  std::optional<int64_t> block_x(const clang::Expr* e) const;
-  // The source text of blockDim's component `dim` in a launch's block argument ("1" for a
-  // component left out); nullopt when not stated.
-  std::optional<std::string> block_dim_text(const clang::Expr* e, int dim) const;
+  // A launch's block argument, one component: the expression the source gives for it,
+  // or none for a component left out (1).
+  struct BlockDim {
+    const clang::Expr* expr = nullptr;
+  };
+  std::optional<BlockDim> block_dim(const clang::Expr* e, int dim) const;
+  std::optional<int64_t> block_x(const clang::Expr* e) const;  // blockDim.x when a constant
   // `if (threadIdx.D >= P)`: (D, P's index), P an integer parameter of this kernel.
   std::optional<std::pair<int, unsigned>> launch_bound_guard(const clang::Expr* cond);
 

@@ -77,10 +77,9 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
 // "" when it has none: a finding shows only numbers that were measured. A finding in a
 // CUDA kernel is compared with the reference's naive CUDA form, the code the user wrote,
 // not with eager PyTorch.
-std::string measurement(const std::string& kernel, bool cuda_file, const kernels::Catalog& catalog) {
+std::string measurement(const std::string& kernel, std::string_view language, const kernels::Catalog& catalog) {
   if (!catalog.find(kernel)) return "";
-  std::string summary =
-      catalog.speedup_summary(kernel, {}, cuda_file ? kernels::Against::naive_cuda : kernels::Against::eager);
+  std::string summary = catalog.speedup_summary(kernel, {}, kernels::against_for(language));
   return summary.starts_with("no measurement") ? "" : summary;
 }
 
@@ -177,6 +176,7 @@ void analyze_text(const SourceFile& file, const Engine& engine, const DriverOpti
 void analyze_file(const SourceFile& read, const Engine& engine, const DriverOptions& options,
                   FileResult& result, SourceFile& program, NotebookIndex* notebook) {
   program = read;
+  const std::string_view language = driver::language_of(read.path);
   if (driver::is_notebook(read.path)) {
     NotebookIndex index;
     if (auto error = driver::notebook_program(read, program, index)) {
@@ -194,7 +194,7 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
   std::string key;
   // A CUDA file's findings also depend on the headers it includes (a project's
   // common.cuh, the toolkit), which the key does not hold: CUDA files are not cached.
-  if (!options.cache_dir.empty() && driver::language_of(read.path) != "cuda") {
+  if (!options.cache_dir.empty() && language != "cuda") {
     cache.emplace(options.cache_dir);
     key = driver::content_hash(std::string(version()) + '\0' + options.cache_salt + '\0' + settings.key + '\0' +
                                read.path + '\0' + program.text);
@@ -210,9 +210,8 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
     analyze_text(program, engine, options, settings, result);
   }
   set_fingerprints(result.findings, program);
-  const bool cuda_file = driver::language_of(read.path) == "cuda";
   for (Finding& finding : result.findings)
-    if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, cuda_file, *options.catalog);
+    if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, language, *options.catalog);
 }
 
 // Runs fn(0..count-1) on `jobs` threads (0 = all cores) pulling indexes from one counter.

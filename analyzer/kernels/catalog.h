@@ -31,6 +31,10 @@ struct Measurement {
 // What a measured kernel is compared with: the eager PyTorch form (a finding in Python
 // code) or the kernel's naive CUDA form (a finding in a CUDA kernel).
 enum class Against { eager, naive_cuda };
+// What a finding in code of `language` ("python", "cuda") is compared with.
+inline Against against_for(std::string_view language) {
+  return language == "cuda" ? Against::naive_cuda : Against::eager;
+}
 
 // One timed variant of one (kernel, mode, shape, dtype) in a results file: "torch_eager",
 // "torch_library", "torch_compile", "triton", "fused" (the CUDA kernel) or "baseline"

@@ -144,10 +144,16 @@ class UsageStage {
     return m;
   }
 
-  // Where each word of the text stands, built on the first lookup: a file with hundreds
-  // of top-level functions asks for each one's mentions, and one pass over the text
-  // answers them all (a scan per name was quadratic in the file's size).
-  const std::vector<uint32_t>& offsets_of(std::string_view name) const {
+  // Where `name` stands as a whole word, in order. A file with hundreds of top-level
+  // functions asks for each one's mentions: one pass over the text, on the first lookup,
+  // indexes every word (a scan per name was quadratic in the file's size). A name that is
+  // not one word (a dotted one) is searched for directly.
+  std::vector<uint32_t> offsets_of(std::string_view name, uint32_t from = 0,
+                                   uint32_t to = std::numeric_limits<uint32_t>::max()) const {
+    bool one_word = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return word_byte(static_cast<unsigned char>(c));
+    });
+    if (!one_word) return word_offsets(src_, name, from, to);
     if (!words_built_) {
       words_built_ = true;
       for (size_t i = 0; i < src_.size();) {
@@ -158,32 +164,22 @@ class UsageStage {
         i = e;
       }
     }
-    static const std::vector<uint32_t> none;
-    auto it = words_.find(name);
-    return it == words_.end() ? none : it->second;
-  }
-  static bool one_word(std::string_view name) {
-    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return word_byte(static_cast<unsigned char>(c)); });
+    std::vector<uint32_t> out;
+    if (auto it = words_.find(name); it != words_.end())
+      for (uint32_t b : it->second)
+        if (b >= from && b + name.size() <= to) out.push_back(b);
+    return out;
   }
 
   // The identifiers named `name` in [from, to), in source order.
   std::vector<TSNode> identifiers(std::string_view name, uint32_t from = 0,
                                   uint32_t to = std::numeric_limits<uint32_t>::max()) const {
-    if (!one_word(name)) return identifiers_named(root_, src_, name, S.identifier, from, to);
-    std::vector<TSNode> out;
-    for (uint32_t b : offsets_of(name)) {
-      if (b < from || b + name.size() > to) continue;
-      uint32_t e = b + static_cast<uint32_t>(name.size());
-      TSNode n = ts_node_named_descendant_for_byte_range(root_, b, e);
-      if (!ts_node_is_null(n) && sym(n) == S.identifier && ts_node_start_byte(n) == b && ts_node_end_byte(n) == e)
-        out.push_back(n);
-    }
-    return out;
+    return identifiers_at(root_, offsets_of(name, from, to), name.size(), S.identifier);
   }
 
   // Whether some string's whole content is `name`.
   bool named_by_string(std::string_view name) const {
-    for (uint32_t b : one_word(name) ? offsets_of(name) : word_offsets(src_, name))
+    for (uint32_t b : offsets_of(name))
       if (mention_at(b, name.size()).string_name) return true;
     return false;
   }

@@ -51,17 +51,24 @@ inline std::string_view text_of(TSNode n, std::string_view src) {
 // The identifier nodes spelled `name` whose whole-word occurrences lie in [from, to) of
 // the text, in order: found by scanning the text and asking the tree what is there, so
 // comments and strings don't count and the tree is not walked node by node.
-inline std::vector<TSNode> identifiers_named(TSNode root, std::string_view src, std::string_view name,
-                                             TSSymbol identifier, size_t from = 0,
-                                             size_t to = std::string_view::npos) {
+// The identifier nodes of `length` bytes starting at the given offsets (whole-word
+// occurrences of one name, in order).
+inline std::vector<TSNode> identifiers_at(TSNode root, const std::vector<uint32_t>& offsets, size_t length,
+                                          TSSymbol identifier) {
   std::vector<TSNode> out;
-  for (uint32_t b : word_offsets(src, name, from, to)) {
-    uint32_t e = b + static_cast<uint32_t>(name.size());
+  for (uint32_t b : offsets) {
+    uint32_t e = b + static_cast<uint32_t>(length);
     TSNode n = ts_node_named_descendant_for_byte_range(root, b, e);
     if (!ts_node_is_null(n) && ts_node_symbol(n) == identifier && ts_node_start_byte(n) == b && ts_node_end_byte(n) == e)
       out.push_back(n);
   }
   return out;
+}
+
+inline std::vector<TSNode> identifiers_named(TSNode root, std::string_view src, std::string_view name,
+                                             TSSymbol identifier, size_t from = 0,
+                                             size_t to = std::string_view::npos) {
+  return identifiers_at(root, word_offsets(src, name, from, to), name.size(), identifier);
 }
 
 // 1-based line of a node, as text for messages.
