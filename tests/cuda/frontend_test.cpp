@@ -238,6 +238,31 @@ TEST(CudaPasses, ThreePassSoftmaxAndOnePassStatistics) {
   EXPECT_EQ(kinds("layernorm_welford"), std::vector<std::string>{"reread/2"});
 }
 
+// blockDim.x as the launch states it: a literal, a constant variable, a dim3 built in
+// place (with parentheses or braces) or in a variable; nothing when it is known only at
+// run time.
+TEST(CudaHost, LaunchesStateTheirBlockWidthManyWays) {
+  auto m = parse(R"(
+__global__ void k(float* x) { x[threadIdx.x] = 0.0f; }
+void run(float* d, int n) {
+  const int threads = 128;
+  const dim3 tall(1, 256, 1);
+  k<<<1, 256>>>(d);
+  k<<<1, threads>>>(d);
+  k<<<1, dim3(64, 4)>>>(d);
+  k<<<1, tall>>>(d);
+  k<<<1, dim3{32, 8, 1}>>>(d);
+  k<<<1, n>>>(d);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto launches = nodes(*function(m, "run"), "launch");
+  ASSERT_EQ(launches.size(), 6u);
+  std::vector<std::optional<int64_t>> widths;
+  for (const ir::Node* l : launches) widths.push_back(num(*l, "block_x"));
+  EXPECT_EQ(widths, (std::vector<std::optional<int64_t>>{256, 128, 64, 1, 32, std::nullopt}));
+}
+
 // ggml's snake.cu: one launch per dtype, in the arms of a switch, each reading x->data
 // and writing dst->data. Only one arm runs, and x->data is not dst->data.
 TEST(CudaHost, LaunchesInOtherBranchesOrOtherTensorsDoNotFollowEachOther) {
