@@ -8,6 +8,11 @@ namespace mlsem_kernels {
 template <class T>
 int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s);
 
+namespace sm90 {  // attention_fwd_sm90.cu: wgmma, head dim 128, compute capability 9.0 only
+int attention_fwd_sm90(const void* q, const void* k, const void* v, void* o, int64_t bh, int seq, bool causal,
+                       bool bf16, cudaStream_t s);
+}
+
 namespace {
 
 // ---- PTX wrappers -------------------------------------------------------------------
@@ -315,6 +320,24 @@ bool attention_args_ok(int64_t batch, int64_t heads, int64_t seq, int64_t head_d
 }
 }  // namespace
 
+namespace {
+// The sm_90a kernel runs on compute capability 9.0 alone (Hopper's wgmma has no
+// forward-compatible PTX). The current device's capability, asked once per device.
+bool device_is_sm90() {
+  static int known[64] = {};  // 0 unknown, 1 yes, 2 no
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
+  if (dev >= 64) dev = 63;
+  if (known[dev] == 0) {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    known[dev] = major == 9 && minor == 0 ? 1 : 2;
+  }
+  return known[dev] == 1;
+}
+}  // namespace
+
 extern "C" int mlsem_attention_fwd_config_count(void) { return kAttentionConfigCount; }
 
 extern "C" int mlsem_attention_fwd_fused(const void* q, const void* k, const void* v, void* o, int64_t batch,
@@ -322,10 +345,13 @@ extern "C" int mlsem_attention_fwd_fused(const void* q, const void* k, const voi
                                          int config, mlsem_stream stream) {
   if (!attention_args_ok(batch, heads, seq, head_dim, dtype) || config < 0 || config > kAttentionConfigCount)
     return MLSEM_BAD_ARGUMENT;
-  // config 0: the default for this head dim; 1..N: kAttentionConfigs[config - 1].
-  const int c = config == 0 ? default_attention_config(static_cast<int>(head_dim)) : config - 1;
+  // config 0: the fastest kernel for this device and head dim (the wgmma kernel on Hopper at
+  // head dim 128); 1..N: the portable kernel with kAttentionConfigs[config - 1].
   const int64_t bh = batch * heads;
   const int n = static_cast<int>(seq);
+  if (config == 0 && head_dim == 128 && device_is_sm90())
+    return sm90::attention_fwd_sm90(q, k, v, o, bh, n, causal != 0, dtype == MLSEM_BF16, stream);
+  const int c = config == 0 ? default_attention_config(static_cast<int>(head_dim)) : config - 1;
   auto run = [&](auto tag) -> int {
     using T = decltype(tag);
     const T *tq = static_cast<const T*>(q), *tk = static_cast<const T*>(k), *tv = static_cast<const T*>(v);

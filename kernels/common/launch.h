@@ -112,6 +112,24 @@ inline constexpr AttentionConfig kAttentionConfigs[] = {
 };
 inline constexpr int kAttentionConfigCount = 3;
 
+// The Hopper (sm_90a) attention kernel, head dim 128: two consumer warpgroups of 64 query
+// rows and one producer warp; K/V tiles of 128 keys in `stages` shared-memory stages, Q
+// one tile, each 1024-byte aligned (the 128-byte swizzle atom), then the mbarriers (Q full,
+// and per stage full and empty). Tile t uses stage t % stages. The consumers wait for its
+// fill of that stage (phase t / stages, seen by parity); the producer, before loading it,
+// waits for both consumers' release of tile t - stages (the release phase before it).
+struct AttentionSm90 {
+  static constexpr int head_dim = 128, block_m = 128, block_n = 128, stages = 3;
+  static constexpr int consumers = 256, threads = consumers + 32;
+  static constexpr int tile_bytes = block_n * head_dim * 2;
+  static constexpr int barrier_offset = (1 + 2 * stages) * tile_bytes;
+  static constexpr int smem_bytes = barrier_offset + 8 * (1 + 2 * stages) + 1024;  // + base alignment
+  MLSEM_HOST_DEVICE static constexpr int stage(int t) { return t % stages; }
+  MLSEM_HOST_DEVICE static constexpr int full_parity(int t) { return (t / stages) & 1; }
+  // -1: the stage's first use, nothing to wait for.
+  MLSEM_HOST_DEVICE static constexpr int empty_parity(int t) { return t < stages ? -1 : (t / stages - 1) & 1; }
+};
+
 // The default tile shape (config 0 in the C ABI means "this one"): 128 query rows and
 // 64 keys per tile was fastest for head dims 64 and 128 on an H200 (kernels/results).
 inline int default_attention_config(int /*head_dim*/) { return 1; }
