@@ -9,6 +9,8 @@ template <class T>
 int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s);
 
 namespace sm90 {  // attention_fwd_sm90.cu: wgmma, head dim 128, compute capability 9.0 only
+// AttentionSm90::unsupported when it launched nothing (the copy engine cannot address the
+// tensors).
 int attention_fwd_sm90(const void* q, const void* k, const void* v, void* o, int64_t bh, int seq, bool causal,
                        bool bf16, cudaStream_t s);
 }
@@ -322,19 +324,14 @@ bool attention_args_ok(int64_t batch, int64_t heads, int64_t seq, int64_t head_d
 
 namespace {
 // The sm_90a kernel runs on compute capability 9.0 alone (Hopper's wgmma has no
-// forward-compatible PTX). The current device's capability, asked once per device.
+// forward-compatible PTX): the current device's capability, asked on each call (an
+// attribute read, no synchronization).
 bool device_is_sm90() {
-  static int known[64] = {};  // 0 unknown, 1 yes, 2 no
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
-  if (dev >= 64) dev = 63;
-  if (known[dev] == 0) {
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    known[dev] = major == 9 && minor == 0 ? 1 : 2;
-  }
-  return known[dev] == 1;
+  int dev = 0, major = 0, minor = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+         minor == 0;
 }
 }  // namespace
 
@@ -345,12 +342,17 @@ extern "C" int mlsem_attention_fwd_fused(const void* q, const void* k, const voi
                                          int config, mlsem_stream stream) {
   if (!attention_args_ok(batch, heads, seq, head_dim, dtype) || config < 0 || config > kAttentionConfigCount)
     return MLSEM_BAD_ARGUMENT;
+  // Both kernels move 16-byte chunks (cp.async, the copy engine).
+  for (const void* p : {q, k, v, static_cast<const void*>(o)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return MLSEM_BAD_ARGUMENT;
   // config 0: the fastest kernel for this device and head dim (the wgmma kernel on Hopper at
   // head dim 128); 1..N: the portable kernel with kAttentionConfigs[config - 1].
   const int64_t bh = batch * heads;
   const int n = static_cast<int>(seq);
-  if (config == 0 && head_dim == 128 && device_is_sm90())
-    return sm90::attention_fwd_sm90(q, k, v, o, bh, n, causal != 0, dtype == MLSEM_BF16, stream);
+  if (config == 0 && head_dim == 128 && device_is_sm90()) {
+    const int rc = sm90::attention_fwd_sm90(q, k, v, o, bh, n, causal != 0, dtype == MLSEM_BF16, stream);
+    if (rc != AttentionSm90::unsupported) return rc;  // else: no tensor maps for these pointers, the portable kernel
+  }
   const int c = config == 0 ? default_attention_config(static_cast<int>(head_dim)) : config - 1;
   auto run = [&](auto tag) -> int {
     using T = decltype(tag);

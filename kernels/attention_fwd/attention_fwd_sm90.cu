@@ -347,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // A [heads][seq][128] tensor as the copy engine sees it: boxes of [rows][64] columns in the
-// 128-byte swizzle, rows past seq read as zeros.
+// 128-byte swizzle, rows past seq read as zeros. Plan::unsupported when it cannot be built.
 int make_map(CUtensorMap* map, const void* p, int64_t bh, int seq, int rows, bool bf16) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
@@ -358,7 +358,7 @@ int make_map(CUtensorMap* map, const void* p, int64_t bh, int seq, int rows, boo
       fn = nullptr;
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }();
-  if (!encode) return static_cast<int>(cudaErrorNotSupported);
+  if (!encode) return Plan::unsupported;
   const cuuint64_t dims[3] = {cuuint64_t(kD), cuuint64_t(seq), cuuint64_t(bh)};
   const cuuint64_t strides[2] = {cuuint64_t(kD) * 2, cuuint64_t(seq) * kD * 2};
   const cuuint32_t box[3] = {64, cuuint32_t(rows), 1};
@@ -367,7 +367,7 @@ int make_map(CUtensorMap* map, const void* p, int64_t bh, int seq, int rows, boo
                             const_cast<void*>(p), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? 0 : MLSEM_BAD_ARGUMENT;
+  return r == CUDA_SUCCESS ? 0 : Plan::unsupported;
 }
 
 template <class T>

@@ -124,6 +124,9 @@ struct AttentionSm90 {
   static constexpr int tile_bytes = block_n * head_dim * 2;
   static constexpr int barrier_offset = (1 + 2 * stages) * tile_bytes;
   static constexpr int smem_bytes = barrier_offset + 8 * (1 + 2 * stages) + 1024;  // + base alignment
+  // What the launcher returns, having launched nothing, when the copy engine cannot address
+  // the tensors (no cuTensorMapEncodeTiled in the driver, or it refuses the layout).
+  static constexpr int unsupported = -1000;
   MLSEM_HOST_DEVICE static constexpr int stage(int t) { return t % stages; }
   MLSEM_HOST_DEVICE static constexpr int full_parity(int t) { return (t / stages) & 1; }
   // -1: the stage's first use, nothing to wait for.

@@ -63,7 +63,9 @@ int mlsem_cross_entropy_baseline(const void* logits, const int64_t* targets, flo
                                  mlsem_stream stream);
 
 // o = softmax(q k^T / sqrt(head_dim) [+ causal mask]) v; q, k, v, o [batch, heads, seq, head_dim],
-// fp16 or bf16, head_dim 64 or 128. config picks a tile shape (0: the default for head_dim).
+// fp16 or bf16, head_dim 64 or 128, each pointer 16-byte aligned. config 0 picks the fastest
+// kernel for the device (on compute capability 9.0 at head_dim 128, the Hopper kernel); 1..N
+// a tile shape of the portable kernel.
 int mlsem_attention_fwd_fused(const void* q, const void* k, const void* v, void* o, int64_t batch,
                               int64_t heads, int64_t seq, int64_t head_dim, int causal, int dtype,
                               int config, mlsem_stream stream);
