@@ -2,6 +2,7 @@
 // mma.sync m16n8k16, and the unfused baseline that materializes the score matrix.
 #include "../common/eager.cuh"
 #include "../common/tiled_matmul.cuh"
+#include "flash_common.cuh"
 
 namespace mlsem_kernels {
 
@@ -16,6 +17,9 @@ int attention_fwd_sm90(const void* q, const void* k, const void* v, void* o, int
 }
 
 namespace {
+
+using flash::fast_exp2;
+using flash::pack2;
 
 // ---- PTX wrappers -------------------------------------------------------------------
 
@@ -56,24 +60,6 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
         "{%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Two floats as one register of two 16-bit values, the lower column in the low half.
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
   }
 }
 

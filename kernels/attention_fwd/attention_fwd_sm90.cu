@@ -27,10 +27,14 @@
 #include <type_traits>
 
 #include "../common/device.cuh"
+#include "flash_common.cuh"
 
 namespace mlsem_kernels {
 namespace sm90 {
 namespace {
+
+using flash::fast_exp2;
+using flash::pack2;
 
 using Plan = AttentionSm90;
 constexpr int kD = Plan::head_dim, kBM = Plan::block_m, kBN = Plan::block_n, kStages = Plan::stages;
@@ -160,23 +164,6 @@ __device__ __forceinline__ void wgmma_wait_all() {
 __device__ __forceinline__ void fence_regs(float (&d)[64]) {
 #pragma unroll
   for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
 }
 
 // Accumulator layout of a 64 x 128 f32 wgmma result in a warpgroup: warp w holds rows
