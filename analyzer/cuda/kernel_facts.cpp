@@ -230,6 +230,7 @@ void FunctionLowering::find_passes() {
 }
 
 void FunctionLowering::finish_host() {
+  wrapper_ = find_wrapper();
   for (NodeId id : host_syncs_) {
     auto& n = fn_.nodes[id];
     bool launches = false, timing = false;

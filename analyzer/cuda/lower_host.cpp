@@ -3,6 +3,7 @@
 #include "cuda/lowering.h"
 
 #include <cctype>
+#include <functional>
 
 namespace mlsem::cuda::detail {
 
@@ -45,7 +46,73 @@ NodeId FunctionLowering::device_op(const char* op, const clang::Stmt* at, std::m
   last_device_op_ = id;
   last_device_writes_ = writes;
   mark_loops(&LoopInfo::has_launch);
+  queued_.push_back({id, reads, writes});
   return id;
+}
+
+// What a call of this host function queues, if it is a wrapper. Called by finish_host(),
+// while fn_ still holds the nodes.
+std::optional<WrapperSummary> FunctionLowering::find_wrapper() const {
+  if (device_ || queued_.empty()) return std::nullopt;
+  // A dispatcher (switch (kernel_num) { case 1: softmax_forward1(...); ... }) picks one of
+  // several: its cases hold no region of their own, so look for the switch itself.
+  std::function<bool(const clang::Stmt*)> has_switch = [&](const clang::Stmt* st) {
+    if (!st) return false;
+    if (llvm::isa<clang::SwitchStmt>(st)) return true;
+    for (const clang::Stmt* child : st->children())
+      if (has_switch(child)) return true;
+    return false;
+  };
+  if (has_switch(fd_->getBody())) return std::nullopt;
+  std::map<std::string, unsigned> params;
+  for (unsigned i = 0; i < fd_->getNumParams(); ++i) params[fd_->getParamDecl(i)->getNameAsString()] = i;
+  auto indices = [&](const std::set<std::string>& buffers) {
+    std::set<unsigned> out;
+    for (const auto& b : buffers)
+      if (auto it = params.find(b); it != params.end()) out.insert(it->second);
+    return out;
+  };
+  WrapperSummary w;
+  std::vector<size_t> picks{0};
+  if (queued_.size() > 1) picks.push_back(queued_.size() - 1);
+  for (size_t k : picks) {
+    const QueuedOp& q = queued_[k];
+    const ir::Node& n = fn_.nodes[q.node];
+    if (n.region != 0) return std::nullopt;  // under a loop or a branch: not what every call queues
+    WrapperOp op{n.op, {}, indices(q.reads), indices(q.writes)};
+    for (const char* key : {"kernel", "kernel_known", "kernel_pointwise", "kernel_gemm", "callee"})
+      if (auto it = n.attrs.find(key); it != n.attrs.end()) op.attrs[key] = it->second;
+    w.ops.push_back(std::move(op));
+  }
+  return w;
+}
+
+// A call of a wrapper (a host function of this file that queues device work): its first
+// and last operations, on the caller's buffers.
+bool FunctionLowering::wrapper_call(const clang::CallExpr* call) {
+  const clang::FunctionDecl* callee = call->getDirectCallee();
+  if (!wrappers_ || !callee) return false;
+  auto it = wrappers_->find(callee->getQualifiedNameAsString());
+  if (it == wrappers_->end()) return false;
+  std::string args;
+  for (unsigned i = 0; i < call->getNumArgs(); ++i) args += (i ? ", " : "") + text(call->getArg(i));
+  auto buffers = [&](const std::set<unsigned>& indices) {
+    std::set<std::string> out;
+    for (unsigned i : indices)
+      if (i < call->getNumArgs() && call->getArg(i)->getType()->isPointerType())
+        if (std::string b = buffer_name(call->getArg(i)); !b.empty()) out.insert(b);
+    return out;
+  };
+  for (size_t k = 0; k < it->second.ops.size(); ++k) {
+    const WrapperOp& op = it->second.ops[k];
+    auto attrs = op.attrs;
+    attrs["via"] = callee->getNameAsString();
+    attrs["args"] = args;
+    // The last operation followed others inside the wrapper, not the first one alone.
+    if (k > 0) restore_device_ops({ir::kNoNode, {}});
+    device_op(op.op.c_str(), call, std::move(attrs), buffers(op.reads), buffers(op.writes));
+  }
+  return true;
 }
 
 // Component `dim` (0 = x) of a launch's block argument as the source states it:
@@ -137,6 +204,7 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
 
 Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string& name) {
   for (const clang::Expr* a : call->arguments()) value(a);
+  if (wrapper_call(call)) return Poly();
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (name == "cudaLaunchKernel" && call->getNumArgs() >= 1) {
@@ -174,9 +242,15 @@ Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string&
     return Poly();
   }
   // A device-to-device copy is queued like a kernel: the host does not wait for it.
-  if ((name == "cudaMemcpy" || name == "cudaMemcpy2D") && call->getNumArgs() >= 4 &&
-      text(call->getArg(call->getNumArgs() - 1)).find("DeviceToDevice") != std::string::npos)
-    return Poly();
+  // The kind is read from the enumerator itself: the text of an argument inside a macro
+  // (checkCudaErrors(cudaMemcpy(...))) is the whole invocation, cut at 120 characters.
+  if ((name == "cudaMemcpy" || name == "cudaMemcpy2D") && call->getNumArgs() >= 4) {
+    const clang::Expr* kind = strip(call->getArg(call->getNumArgs() - 1));
+    if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(kind);
+        dre ? dre->getDecl()->getName() == "cudaMemcpyDeviceToDevice"
+            : text(kind).find("DeviceToDevice") != std::string::npos)
+      return Poly();
+  }
   static const std::map<std::string, std::string> kSyncs = {
       {"cudaDeviceSynchronize", "device"}, {"cudaStreamSynchronize", "stream"},
       {"cudaEventSynchronize", "event"},   {"cudaMemcpy", "memcpy"},

@@ -90,6 +90,21 @@ struct KernelSummary {
   std::vector<std::pair<int, unsigned>> launch_bound_returns;
 };
 
+// A host function that queues device work (llm.c's `residual_forward` around
+// `residual_forward_kernel<<<...>>>`): its first and last device operations, the buffers
+// each reads and writes given as indices of the wrapper's parameters. A call of the
+// wrapper in another host function stands for those operations, so launch sequences are
+// seen across the functions of a file. Only wrappers whose operations all run
+// unconditionally (no loop or branch around them).
+struct WrapperOp {
+  std::string op;  // "launch" | "gemm_call"
+  std::map<std::string, ir::Attr> attrs;
+  std::set<unsigned> reads, writes;
+};
+struct WrapperSummary {
+  std::vector<WrapperOp> ops;  // the first, and the last when there are several
+};
+
 // ---------------------------------------------------------------------------
 // AST helpers.
 
@@ -143,12 +158,16 @@ struct Access {
 class FunctionLowering {
  public:
   FunctionLowering(clang::ASTContext& ctx, const Positions& pos, const clang::FunctionDecl* fd, bool device,
-                   const std::map<std::string, KernelSummary>& kernels)
-      : ctx_(ctx), sm_(ctx.getSourceManager()), pos_(pos), fd_(fd), device_(device), kernels_(kernels) {}
+                   const std::map<std::string, KernelSummary>& kernels,
+                   const std::map<std::string, WrapperSummary>* wrappers = nullptr)
+      : ctx_(ctx), sm_(ctx.getSourceManager()), pos_(pos), fd_(fd), device_(device), kernels_(kernels),
+        wrappers_(wrappers) {}
 
   ir::Function lower();
 
   KernelSummary summary() const { return summary_; }
+  // Host functions, after lower(): what a call of this one queues, if it is a wrapper.
+  const std::optional<WrapperSummary>& wrapper() const { return wrapper_; }
   const std::set<std::string>& callees() const { return callees_; }
 
  private:
@@ -158,6 +177,7 @@ class FunctionLowering {
   const clang::FunctionDecl* fd_;
   bool device_;
   const std::map<std::string, KernelSummary>& kernels_;
+  const std::map<std::string, WrapperSummary>* wrappers_;
   ir::Function fn_;
   KernelSummary summary_;
   std::set<std::string> callees_;
@@ -194,6 +214,15 @@ class FunctionLowering {
     last_device_writes_ = s.writes;
   }
   std::vector<NodeId> host_syncs_;
+  // Every device operation queued, in order, with the buffers it reads and writes.
+  struct QueuedOp {
+    NodeId node;
+    std::set<std::string> reads, writes;
+  };
+  std::vector<QueuedOp> queued_;
+  std::optional<WrapperSummary> wrapper_;
+  std::optional<WrapperSummary> find_wrapper() const;
+  bool wrapper_call(const clang::CallExpr* call);
 
   // --- helpers -------------------------------------------------------------
 

@@ -294,6 +294,73 @@ void chained(const tensor* x, tensor* dst, int n) {
   EXPECT_TRUE(flag(*chained[1], "consumes_previous_output"));
 }
 
+// llm.c's forward pass: each kernel behind a host function, the pass a sequence of calls.
+// A call of such a wrapper stands for its first and last launches on the caller's
+// buffers; a dispatcher (a switch over variants) and a launch under a branch are not
+// wrappers, and the wrapper's last launch does not follow its first.
+TEST(CudaHost, CallsOfLaunchingHostFunctionsAreTheirLaunches) {
+  auto m = parse(R"(
+__global__ void scale(const float* __restrict__ x, float* __restrict__ y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i];
+}
+void scale_forward(float* out, const float* in, int n) { scale<<<(n + 255) / 256, 256>>>(in, out, n); }
+void twice(float* out, float* tmp, const float* in, int n) {
+  scale<<<(n + 255) / 256, 256>>>(in, tmp, n);
+  scale<<<(n + 255) / 256, 256>>>(tmp, out, n);
+}
+void dispatch(int k, float* out, const float* in, int n) {
+  switch (k) { case 1: scale_forward(out, in, n); break; case 2: twice(out, out, in, n); break; }
+}
+void maybe(bool on, float* out, const float* in, int n) { if (on) scale<<<(n + 255) / 256, 256>>>(in, out, n); }
+void forward(float* a, float* b, float* c, float* t, int n) {
+  scale_forward(b, a, n);
+  scale_forward(c, b, n);
+  twice(a, t, c, n);
+  dispatch(1, b, a, n);
+  maybe(true, c, b, n);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* forward = function(m, "forward");
+  ASSERT_NE(forward, nullptr);  // kept only because it launches
+  auto launches = nodes(*forward, "launch");
+  // scale_forward twice, twice's first and last launch; not dispatch or maybe.
+  ASSERT_EQ(launches.size(), 4u);
+  for (const ir::Node* l : launches) EXPECT_EQ(str(*l, "kernel"), "scale");
+  EXPECT_EQ(str(*launches[0], "via"), "scale_forward");
+  EXPECT_FALSE(flag(*launches[0], "consumes_previous_output"));
+  EXPECT_TRUE(flag(*launches[1], "consumes_previous_output"));   // reads b, which the first wrote
+  EXPECT_TRUE(flag(*launches[2], "consumes_previous_output"));   // twice's first launch reads c
+  EXPECT_FALSE(flag(*launches[3], "consumes_previous_output"));  // twice's last: after its own first
+  EXPECT_EQ(str(*launches[3], "via"), "twice");
+  // The dispatcher's own calls are still seen as launches in it.
+  EXPECT_EQ(nodes(*function(m, "dispatch"), "launch").size(), 3u);
+}
+
+// cuda-samples' mergeSort: checkCudaErrors(cudaMemcpy(..., cudaMemcpyDeviceToDevice)) in a
+// launching loop. The kind is the enumerator, not the call's text (which a macro makes the
+// whole, truncated invocation).
+TEST(CudaHost, DeviceToDeviceCopyInAMacroIsNotAHostSync) {
+  auto m = parse(R"(
+#define checkCudaErrors(val) check((val), #val, __FILE__, __LINE__)
+void check(cudaError_t e, const char* what, const char* file, int line) {}
+__global__ void k(float* x) { x[threadIdx.x] += 1.0f; }
+void steps(float* okey, float* ikey, int N, int lastSegmentElements, int steps) {
+  for (int s = 0; s < steps; ++s) {
+    k<<<1, 256>>>(ikey);
+    checkCudaErrors(cudaMemcpy(okey + (N - lastSegmentElements), ikey + (N - lastSegmentElements),
+                               lastSegmentElements * sizeof(float), cudaMemcpyDeviceToDevice));
+    checkCudaErrors(cudaMemcpy(okey + (N - lastSegmentElements), ikey + (N - lastSegmentElements),
+                               lastSegmentElements * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto syncs = nodes(*function(m, "steps"), "host_sync");
+  ASSERT_EQ(syncs.size(), 1u);  // the device-to-host copy only
+}
+
 // cuda-samples' alignedTypes: one copy kernel over T, run on 1- to 16-byte structs. The
 // widest vector-like instantiation is what its accesses move; a copy by type size
 // (uint8_t..uint64_t, ggml's concat) still moves scalars.
