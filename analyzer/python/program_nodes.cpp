@@ -1,7 +1,9 @@
 // The nodes the training rules match, added to the lowered IR from the syntax tree
 // (docs/IR.md, "Program facts"): DataLoader calls of GPU training files (`data_loader`),
 // `x.zero_grad(...)` calls (`zero_grad`), tensors built on the host and copied to the GPU
-// in per-step code (`host_tensor`), inference loops with autograd on (`eval_loop`).
+// in per-step code (`host_tensor`), inference loops with autograd on (`eval_loop`), Adam
+// without fused= (`optimizer`), debugging switches (`debug_mode`), and DDP gradient
+// accumulation without no_sync() (`ddp_accumulation`).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -579,6 +581,63 @@ void annotate_device_moves(const FileFacts& c) {
   each_call_to(c.S, c.file, c.root, "to", visit);
 }
 
+// Gradient accumulation under DistributedDataParallel without no_sync(): a file that wraps
+// a model in DDP, where a loop steps the optimizer only every N iterations (`if (i + 1) %
+// accum == 0: optimizer.step()`, or `scaler.step(optimizer)`) but calls backward() on
+// every one. Each of those backward() calls all-reduces every gradient across the ranks;
+// under `with model.no_sync():` all but the last would not. A `ddp_accumulation` node at
+// the backward() call. Not when the file says no_sync, require_backward_grad_sync
+// (nanoGPT's switch), no_backward_sync (Fabric) or accelerate's accumulate() in code.
+void annotate_ddp_accumulation(const FileFacts& c) {
+  const auto& [S, file, root, out, gpu, trains] = c;
+  std::string_view t = file.text;
+  if (!trains || (!contains(t, "DistributedDataParallel") && !contains(t, "DDP("))) return;
+  // Named in code (not in comments or strings): the file chooses when to all-reduce.
+  for (std::string_view chooses : {"no_sync", "require_backward_grad_sync", "no_backward_sync", "accumulate"})
+    if (!identifiers_named(root, t, chooses, S.identifier).empty()) return;
+  auto enclosing = [&](TSNode n, TSSymbol kind) {
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+      if (ts_node_symbol(p) == kind) return p;
+      if (ts_node_symbol(p) == S.function_definition) break;
+    }
+    return TSNode{};
+  };
+  auto within = [](TSNode inner, TSNode outer) {
+    return ts_node_start_byte(inner) >= ts_node_start_byte(outer) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+  };
+  each_call_to(S, file, root, "step", [&](TSNode step, std::string_view callee) {
+    std::string receiver = lower_ascii(callee.substr(0, callee.size() - std::min<size_t>(callee.size(), 5)));
+    if (!contains(receiver, "optim") && !contains(receiver, "opt") && !contains(receiver, "scaler")) return;
+    TSNode guard = enclosing(step, S.if_statement);
+    if (ts_node_is_null(guard)) return;
+    std::string_view cond = text_of(field(guard, S.f_condition), file.text);
+    if (!contains(cond, "%")) return;  // every N iterations
+    TSNode loop = enclosing(guard, S.for_statement);
+    TSNode wloop = enclosing(guard, S.while_statement);
+    if (ts_node_is_null(loop) || (!ts_node_is_null(wloop) && within(wloop, loop))) loop = wloop;
+    if (ts_node_is_null(loop)) return;
+    TSNode body = field(loop, S.f_body);
+    if (ts_node_is_null(body)) return;
+    // Every branch arm around the backward() (inside the loop) must hold the guarded step
+    // too: `if accum > 1: ...backward(); if (i + 1) % accum == 0: step()` else `...backward();
+    // step()` accumulates only in its first arm.
+    auto same_arm = [&](TSNode bw) {
+      for (TSNode p = ts_node_parent(bw); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+        TSNode up = ts_node_parent(p);
+        bool arm = ts_node_symbol(p) == S.else_clause || ts_node_symbol(p) == S.elif_clause ||
+                   (ts_node_symbol(p) == S.block && !ts_node_is_null(up) && ts_node_symbol(up) == S.if_statement);
+        if (arm && !within(guard, p)) return false;
+      }
+      return true;
+    };
+    each_call_to(S, file, body, "backward", [&](TSNode bw, std::string_view) {
+      if (!within(bw, body) || within(bw, guard) || !same_arm(bw)) return;  // every iteration, not under the guard
+      ir::Node* node = add_node(out, range_of(bw), "ddp_accumulation");
+      if (node) node->attrs["guard"] = std::string(cond);
+    });
+  });
+}
+
 }  // namespace
 
 void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
@@ -590,6 +649,7 @@ void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool g
   annotate_eval_loops(c);
   annotate_optimizers(c);
   annotate_debug_modes(c);
+  annotate_ddp_accumulation(c);
 }
 
 }  // namespace mlsem::python::program

@@ -1,0 +1,88 @@
+"""DDP training scripts that accumulate gradients over several micro-batches per step.
+
+Expected findings:
+- TRN002 on the backward() of train_accumulating: every micro-batch's backward all-reduces
+  the gradients, though only the last before optimizer.step() needs to; and on the
+  backward() of train_amp, which steps through the AMP scaler.
+Not expected: TRN002 in train_every_step (no accumulation), where a step runs under a
+periodic logging guard only (train_logging), nor in the branch of train_either that steps on
+every iteration (Swin-Transformer's loop: accumulation only when accum_steps > 1).
+
+The same loops with no_sync() are in ddp_accumulation_fixed.py (a file that says no_sync is
+not reported at all).
+"""
+
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup():
+    dist.init_process_group("nccl")
+    rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(rank)
+    return rank
+
+
+def train_accumulating(model, loader, optimizer, accum_steps, rank):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for i, (x, y) in enumerate(loader):
+        x, y = x.cuda(rank, non_blocking=True), y.cuda(rank, non_blocking=True)
+        loss = F.cross_entropy(model(x), y) / accum_steps
+        loss.backward()  # expect: TRN002
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+def train_amp(model, loader, optimizer, scaler, grad_accum, rank):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    step = 0
+    while step < 1000:
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)) / grad_accum
+            scaler.scale(loss).backward()  # expect: TRN002
+            step += 1
+            if step % grad_accum == 0:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+
+
+def train_every_step(model, loader, optimizer, rank):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for x, y in loader:
+        loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank))
+        loss.backward()  # ok: TRN002
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def train_logging(model, loader, optimizer, rank, log_every=100):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for i, (x, y) in enumerate(loader):
+        loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank))
+        loss.backward()  # ok: TRN002
+        optimizer.step()
+        optimizer.zero_grad()
+        if i % log_every == 0:
+            print(f"step {i}")
+
+
+def train_either(model, loader, optimizer, accum_steps, rank):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for i, (x, y) in enumerate(loader):
+        loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank))
+        if accum_steps > 1:
+            (loss / accum_steps).backward()  # expect: TRN002
+            if (i + 1) % accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        else:
+            loss.backward()  # ok: TRN002
+            optimizer.step()
+            optimizer.zero_grad()
