@@ -9,6 +9,10 @@ namespace mlsem_kernels {
 template <class T>
 int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s);
 
+#ifndef MLSEM_KERNELS_SM90A
+#define MLSEM_KERNELS_SM90A 0  // built without the sm_90a objects (kernels/CMakeLists.txt)
+#endif
+
 namespace sm90 {  // attention_fwd_sm90.cu: wgmma, head dim 128, compute capability 9.0 only
 // AttentionSm90::unsupported when it launched nothing (the copy engine cannot address the
 // tensors).
@@ -308,6 +312,7 @@ bool attention_args_ok(int64_t batch, int64_t heads, int64_t seq, int64_t head_d
 }
 }  // namespace
 
+#if MLSEM_KERNELS_SM90A
 namespace {
 // The sm_90a kernel runs on compute capability 9.0 alone (Hopper's wgmma has no
 // forward-compatible PTX): the current device's capability, asked on each call (an
@@ -320,6 +325,7 @@ bool device_is_sm90() {
          minor == 0;
 }
 }  // namespace
+#endif
 
 extern "C" int mlsem_attention_fwd_config_count(void) { return kAttentionConfigCount; }
 
@@ -335,10 +341,13 @@ extern "C" int mlsem_attention_fwd_fused(const void* q, const void* k, const voi
   // head dim 128); 1..N: the portable kernel with kAttentionConfigs[config - 1].
   const int64_t bh = batch * heads;
   const int n = static_cast<int>(seq);
+#if MLSEM_KERNELS_SM90A
   if (config == 0 && head_dim == 128 && device_is_sm90()) {
     const int rc = sm90::attention_fwd_sm90(q, k, v, o, bh, n, causal != 0, dtype == MLSEM_BF16, stream);
     if (rc != AttentionSm90::unsupported) return rc;  // else: no tensor maps for these pointers, the portable kernel
   }
+#endif
+
   const int c = config == 0 ? default_attention_config(static_cast<int>(head_dim)) : config - 1;
   auto run = [&](auto tag) -> int {
     using T = decltype(tag);

@@ -127,6 +127,7 @@ struct AttentionSm90 {
   // What the launcher returns, having launched nothing, when the copy engine cannot address
   // the tensors (no cuTensorMapEncodeTiled in the driver, or it refuses the layout).
   static constexpr int unsupported = -1000;
+  static_assert(block_m == block_n, "the Q tile takes one K/V tile's space (tile_bytes)");
   MLSEM_HOST_DEVICE static constexpr int stage(int t) { return t % stages; }
   MLSEM_HOST_DEVICE static constexpr int full_parity(int t) { return (t / stages) & 1; }
   // -1: the stage's first use, nothing to wait for.
