@@ -79,11 +79,11 @@ class Lowering : public clang::ASTConsumer {
     }
     propagate_shuffle(module_, callees, index);
     // Host functions in file order: a wrapper defined above its callers is known to them.
-    std::map<std::string, WrapperSummary> wrappers;
+    std::map<const clang::FunctionDecl*, WrapperSummary> wrappers;  // by canonical declaration
     for (const auto* fd : host) {
       FunctionLowering lowering(ctx, pos_, fd, false, kernels, &wrappers);
       ir::Function f = lowering.lower();
-      if (const auto& w = lowering.wrapper()) wrappers[fd->getQualifiedNameAsString()] = *w;
+      if (const auto& w = lowering.wrapper()) wrappers[fd->getCanonicalDecl()] = *w;
       bool relevant = std::any_of(f.nodes.begin(), f.nodes.end(), [](const ir::Node& n) {
         return n.op == "launch" || n.op == "gemm_call" || n.op == "host_sync";
       });

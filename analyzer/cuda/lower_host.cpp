@@ -56,14 +56,25 @@ std::optional<WrapperSummary> FunctionLowering::find_wrapper() const {
   if (device_ || queued_.empty()) return std::nullopt;
   // A dispatcher (switch (kernel_num) { case 1: softmax_forward1(...); ... }) picks one of
   // several: its cases hold no region of their own, so look for the switch itself.
-  std::function<bool(const clang::Stmt*)> has_switch = [&](const clang::Stmt* st) {
+  // A launch inside a conditional expression (`c ? a<<<...>>>() : b<<<...>>>()`) holds no
+  // region either.
+  std::function<bool(const clang::Stmt*, bool)> chooses = [&](const clang::Stmt* st, bool in_conditional) {
     if (!st) return false;
     if (llvm::isa<clang::SwitchStmt>(st)) return true;
+    if (in_conditional && llvm::isa<clang::CUDAKernelCallExpr>(st)) return true;
+    if (const auto* call = llvm::dyn_cast<clang::CallExpr>(st); in_conditional && call && call->getDirectCallee()) {
+      const clang::FunctionDecl* f = call->getDirectCallee();
+      std::string name = f->getNameAsString();
+      if (name.rfind("cublas", 0) == 0 || name == "cudaLaunchKernel" ||
+          (wrappers_ && wrappers_->count(f->getCanonicalDecl())))
+        return true;  // device work queued or not, depending on the condition
+    }
+    bool conditional = in_conditional || llvm::isa<clang::AbstractConditionalOperator>(st);
     for (const clang::Stmt* child : st->children())
-      if (has_switch(child)) return true;
+      if (chooses(child, conditional)) return true;
     return false;
   };
-  if (has_switch(fd_->getBody())) return std::nullopt;
+  if (chooses(fd_->getBody(), false)) return std::nullopt;
   std::map<std::string, unsigned> params;
   for (unsigned i = 0; i < fd_->getNumParams(); ++i) params[fd_->getParamDecl(i)->getNameAsString()] = i;
   auto indices = [&](const std::set<std::string>& buffers) {
@@ -91,8 +102,10 @@ std::optional<WrapperSummary> FunctionLowering::find_wrapper() const {
 // and last operations, on the caller's buffers.
 bool FunctionLowering::wrapper_call(const clang::CallExpr* call) {
   const clang::FunctionDecl* callee = call->getDirectCallee();
-  if (!wrappers_ || !callee) return false;
-  auto it = wrappers_->find(callee->getQualifiedNameAsString());
+  // An overloaded operator's first argument is the object itself: its parameters do not
+  // line up with the arguments. Not read as a wrapper.
+  if (!wrappers_ || !callee || llvm::isa<clang::CXXOperatorCallExpr>(call)) return false;
+  auto it = wrappers_->find(callee->getCanonicalDecl());
   if (it == wrappers_->end()) return false;
   std::string args;
   for (unsigned i = 0; i < call->getNumArgs(); ++i) args += (i ? ", " : "") + text(call->getArg(i));

@@ -94,8 +94,10 @@ struct KernelSummary {
 // `residual_forward_kernel<<<...>>>`): its first and last device operations, the buffers
 // each reads and writes given as indices of the wrapper's parameters. A call of the
 // wrapper in another host function stands for those operations, so launch sequences are
-// seen across the functions of a file. Only wrappers whose operations all run
-// unconditionally (no loop or branch around them).
+// seen across the functions of a file. Only wrappers whose first and last operations run
+// whenever the wrapper does: not under a loop, an if/else, a switch or a conditional
+// expression (an early return before them is allowed). A parameter reassigned before the
+// launch is still taken for the caller's argument.
 struct WrapperOp {
   std::string op;  // "launch" | "gemm_call"
   std::map<std::string, ir::Attr> attrs;
@@ -159,7 +161,7 @@ class FunctionLowering {
  public:
   FunctionLowering(clang::ASTContext& ctx, const Positions& pos, const clang::FunctionDecl* fd, bool device,
                    const std::map<std::string, KernelSummary>& kernels,
-                   const std::map<std::string, WrapperSummary>* wrappers = nullptr)
+                   const std::map<const clang::FunctionDecl*, WrapperSummary>* wrappers = nullptr)
       : ctx_(ctx), sm_(ctx.getSourceManager()), pos_(pos), fd_(fd), device_(device), kernels_(kernels),
         wrappers_(wrappers) {}
 
@@ -177,7 +179,7 @@ class FunctionLowering {
   const clang::FunctionDecl* fd_;
   bool device_;
   const std::map<std::string, KernelSummary>& kernels_;
-  const std::map<std::string, WrapperSummary>* wrappers_;
+  const std::map<const clang::FunctionDecl*, WrapperSummary>* wrappers_;
   ir::Function fn_;
   KernelSummary summary_;
   std::set<std::string> callees_;

@@ -296,8 +296,9 @@ void chained(const tensor* x, tensor* dst, int n) {
 
 // llm.c's forward pass: each kernel behind a host function, the pass a sequence of calls.
 // A call of such a wrapper stands for its first and last launches on the caller's
-// buffers; a dispatcher (a switch over variants) and a launch under a branch are not
-// wrappers, and the wrapper's last launch does not follow its first.
+// buffers; a dispatcher (a switch over variants) and a launch under a branch or in a
+// conditional expression are not wrappers, an overload of a wrapper is not one, and the
+// wrapper's last launch does not follow its first.
 TEST(CudaHost, CallsOfLaunchingHostFunctionsAreTheirLaunches) {
   auto m = parse(R"(
 __global__ void scale(const float* __restrict__ x, float* __restrict__ y, int n) {
@@ -313,19 +314,24 @@ void dispatch(int k, float* out, const float* in, int n) {
   switch (k) { case 1: scale_forward(out, in, n); break; case 2: twice(out, out, in, n); break; }
 }
 void maybe(bool on, float* out, const float* in, int n) { if (on) scale<<<(n + 255) / 256, 256>>>(in, out, n); }
+void either(bool c, float* out, const float* in, int n) { c ? scale<<<1, 256>>>(in, out, n) : scale<<<2, 256>>>(in, out, n); }
+void scale_forward(int n, float* host) { host[0] = n; }  // an overload that queues nothing
 void forward(float* a, float* b, float* c, float* t, int n) {
   scale_forward(b, a, n);
   scale_forward(c, b, n);
   twice(a, t, c, n);
   dispatch(1, b, a, n);
   maybe(true, c, b, n);
+  either(true, c, b, n);
+  scale_forward(n, t);
 }
 )");
   ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
   const ir::Function* forward = function(m, "forward");
   ASSERT_NE(forward, nullptr);  // kept only because it launches
   auto launches = nodes(*forward, "launch");
-  // scale_forward twice, twice's first and last launch; not dispatch or maybe.
+  // scale_forward twice, twice's first and last launch; not dispatch, maybe, either (a
+  // conditional expression), nor the other scale_forward overload.
   ASSERT_EQ(launches.size(), 4u);
   for (const ir::Node* l : launches) EXPECT_EQ(str(*l, "kernel"), "scale");
   EXPECT_EQ(str(*launches[0], "via"), "scale_forward");
