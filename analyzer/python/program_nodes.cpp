@@ -595,46 +595,84 @@ void annotate_ddp_accumulation(const FileFacts& c) {
   // Named in code (not in comments or strings): the file chooses when to all-reduce.
   for (std::string_view chooses : {"no_sync", "require_backward_grad_sync", "no_backward_sync", "accumulate"})
     if (!identifiers_named(root, t, chooses, S.identifier).empty()) return;
-  auto enclosing = [&](TSNode n, TSSymbol kind) {
-    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
-      if (ts_node_symbol(p) == kind) return p;
-      if (ts_node_symbol(p) == S.function_definition) break;
-    }
-    return TSNode{};
-  };
   auto within = [](TSNode inner, TSNode outer) {
     return ts_node_start_byte(inner) >= ts_node_start_byte(outer) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
   };
-  each_call_to(S, file, root, "step", [&](TSNode step, std::string_view callee) {
+  auto is_loop = [&](TSNode n) { return ts_node_symbol(n) == S.for_statement || ts_node_symbol(n) == S.while_statement; };
+  auto is_step = [](std::string_view callee) {
     std::string receiver = lower_ascii(callee.substr(0, callee.size() - std::min<size_t>(callee.size(), 5)));
-    if (!contains(receiver, "optim") && !contains(receiver, "opt") && !contains(receiver, "scaler")) return;
-    TSNode guard = enclosing(step, S.if_statement);
-    if (ts_node_is_null(guard)) return;
-    std::string_view cond = text_of(field(guard, S.f_condition), file.text);
-    if (!contains(cond, "%")) return;  // every N iterations
-    TSNode loop = enclosing(guard, S.for_statement);
-    TSNode wloop = enclosing(guard, S.while_statement);
-    if (ts_node_is_null(loop) || (!ts_node_is_null(wloop) && within(wloop, loop))) loop = wloop;
-    if (ts_node_is_null(loop)) return;
-    TSNode body = field(loop, S.f_body);
-    if (ts_node_is_null(body)) return;
-    // Every branch arm around the backward() (inside the loop) must hold the guarded step
-    // too: `if accum > 1: ...backward(); if (i + 1) % accum == 0: step()` else `...backward();
-    // step()` accumulates only in its first arm.
-    auto same_arm = [&](TSNode bw) {
-      for (TSNode p = ts_node_parent(bw); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
-        TSNode up = ts_node_parent(p);
-        bool arm = ts_node_symbol(p) == S.else_clause || ts_node_symbol(p) == S.elif_clause ||
-                   (ts_node_symbol(p) == S.block && !ts_node_is_null(up) && ts_node_symbol(up) == S.if_statement);
-        if (arm && !within(guard, p)) return false;
+    return contains(receiver, "opt") || contains(receiver, "scaler");  // optimizer, optim, opt_g, scaler
+  };
+  // The clause of the nearest enclosing `if`/`elif` (below `stop`) whose condition takes a
+  // modulo and holds `n` in its own arm: `if (i + 1) % accum == 0: step()`, also around an
+  // inner `if use_amp: scaler.step(opt) else: opt.step()`. Null when `n` sits in the else
+  // arm of such a condition (it then runs on the other iterations) or under none.
+  auto modulo_guard = [&](TSNode n, TSNode stop) {
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = ts_node_parent(p)) {
+      TSSymbol k = ts_node_symbol(p);
+      if (k == S.function_definition) break;
+      if (k == S.else_clause) {
+        TSNode owner = ts_node_parent(p);
+        if (!ts_node_is_null(owner) && contains(text_of(field(owner, S.f_condition), file.text), "%")) return TSNode{};
+        continue;
       }
-      return true;
-    };
-    each_call_to(S, file, body, "backward", [&](TSNode bw, std::string_view) {
-      if (!within(bw, body) || within(bw, guard) || !same_arm(bw)) return;  // every iteration, not under the guard
-      ir::Node* node = add_node(out, range_of(bw), "ddp_accumulation");
-      if (node) node->attrs["guard"] = std::string(cond);
-    });
+      if (k != S.if_statement && k != S.elif_clause) continue;
+      TSNode arm = field(p, S.f_consequence);  // of the if, or of the elif clause
+      if (ts_node_is_null(arm) || !within(n, arm)) continue;
+      if (contains(text_of(field(p, S.f_condition), file.text), "%")) return arm;
+    }
+    return TSNode{};
+  };
+  each_call_to(S, file, root, "step", [&](TSNode step, std::string_view callee) {
+    if (!is_step(callee)) return;
+    // Each loop around the guarded step, innermost first: the one whose body also calls
+    // backward() outside the guard (`for opt in opts: opt.step()` is not the training loop).
+    for (TSNode loop = ts_node_parent(step); !ts_node_is_null(loop); loop = ts_node_parent(loop)) {
+      if (ts_node_symbol(loop) == S.function_definition) return;
+      if (!is_loop(loop)) continue;
+      TSNode body = field(loop, S.f_body);
+      TSNode guard = ts_node_is_null(body) ? TSNode{} : modulo_guard(step, body);
+      if (ts_node_is_null(guard)) continue;
+      // The `if` a branch arm belongs to, when the if has a competing arm (else/elif).
+      auto arm_owner = [&](TSNode p) {
+        TSSymbol k = ts_node_symbol(p);
+        if (k == S.else_clause || k == S.elif_clause) return ts_node_parent(p);
+        TSNode up = ts_node_parent(p);
+        if (k == S.block && !ts_node_is_null(up) && ts_node_symbol(up) == S.if_statement &&
+            !ts_node_is_null(field(up, S.f_alternative)))
+          return up;
+        return TSNode{};
+      };
+      // Whether `a` and `b` sit in competing arms of one `if` inside the loop: they never run
+      // in the same iteration.
+      auto exclusive = [&](TSNode a, TSNode b) {
+        for (TSNode p = ts_node_parent(a); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+          TSNode owner = arm_owner(p);
+          if (!ts_node_is_null(owner) && !within(b, p) && within(b, owner)) return true;
+        }
+        return false;
+      };
+      bool found = false;
+      each_call_to(S, file, body, "backward", [&](TSNode bw, std::string_view) {
+        // Every iteration, not under the guard, and in an arm that reaches the guarded step
+        // (`if accum > 1: ...backward(); if (i + 1) % accum == 0: step()` else `...backward();
+        // step()` accumulates only in its first arm).
+        if (!within(bw, body) || within(bw, guard) || exclusive(bw, guard)) return;
+        // An optimizer stepped on every iteration beside this backward() (a GAN's critic, a
+        // second model): which gradients it feeds is not known, so nothing is said.
+        bool unguarded_step = false;
+        each_call_to(S, file, body, "step", [&](TSNode other, std::string_view other_callee) {
+          if (within(other, body) && is_step(other_callee) && ts_node_is_null(modulo_guard(other, body)) &&
+              !exclusive(bw, other))
+            unguarded_step = true;
+        });
+        if (unguarded_step) return;
+        found = true;
+        ir::Node* node = add_node(out, range_of(bw), "ddp_accumulation");
+        if (node) node->attrs["guard"] = std::string(text_of(field(ts_node_parent(guard), S.f_condition), file.text));
+      });
+      if (found) return;
+    }
   });
 }
 

@@ -2,11 +2,16 @@
 
 Expected findings:
 - TRN002 on the backward() of train_accumulating: every micro-batch's backward all-reduces
-  the gradients, though only the last before optimizer.step() needs to; and on the
-  backward() of train_amp, which steps through the AMP scaler.
+  the gradients, though only the last before optimizer.step() needs to; on the backward()
+  of train_amp, which steps through the AMP scaler; in the accumulating arm of
+  train_either; and in train_guards (the step under an `elif`, the AMP choice nested in
+  the modulo guard, a backward under a plain `if`, optimizers stepped in a loop of their
+  own).
 Not expected: TRN002 in train_every_step (no accumulation), where a step runs under a
-periodic logging guard only (train_logging), nor in the branch of train_either that steps on
-every iteration (Swin-Transformer's loop: accumulation only when accum_steps > 1).
+periodic logging guard only (train_logging), in the branch of train_either that steps on
+every iteration (Swin-Transformer's loop: accumulation only when accum_steps > 1), in a GAN
+loop whose critic steps every iteration (train_gan), nor where the step sits in the else
+arm of a modulo test (train_logging_else).
 
 The same loops with no_sync() are in ddp_accumulation_fixed.py (a file that says no_sync is
 not reported at all).
@@ -86,3 +91,49 @@ def train_either(model, loader, optimizer, accum_steps, rank):
             loss.backward()  # ok: TRN002
             optimizer.step()
             optimizer.zero_grad()
+
+
+def train_guards(model, loader, optimizer, scaler, accum, use_amp, debug, rank):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for i, (x, y) in enumerate(loader):
+        loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)) / accum
+        if loss is not None:
+            loss.backward()  # expect: TRN002
+        if debug:
+            print(i)
+        elif (i + 1) % accum == 0:
+            optimizer.step()
+    for i, (x, y) in enumerate(loader):
+        loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)) / accum
+        scaler.scale(loss).backward()  # expect: TRN002
+        if (i + 1) % accum == 0:
+            if use_amp:
+                scaler.step(optimizer)
+            else:
+                optimizer.step()
+    optimizers = [optimizer]
+    for i, (x, y) in enumerate(loader):
+        F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)).backward()  # expect: TRN002
+        if (i + 1) % accum == 0:
+            for opt in optimizers:
+                opt.step()
+
+
+def train_gan(netD, netG, loader, opt_d, opt_g, n_critic, rank):
+    netD = DDP(netD.cuda(rank), device_ids=[rank])
+    for i, (x, _) in enumerate(loader):
+        loss_d = -netD(x.cuda(rank)).mean() + netD(netG(x.cuda(rank))).mean()
+        loss_d.backward()  # ok: TRN002
+        opt_d.step()
+        if i % n_critic == 0:
+            opt_g.step()
+
+
+def train_logging_else(model, loader, optimizer, log_every, rank):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for i, (x, y) in enumerate(loader):
+        F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)).backward()  # ok: TRN002
+        if i % log_every == 0:
+            print(i)
+        else:
+            optimizer.step()
