@@ -22,14 +22,11 @@ int attention_fwd_sm90(const void* q, const void* k, const void* v, void* o, int
 
 namespace {
 
-using flash::fast_exp2;
 using flash::pack2;
+using flash::smem_addr;
 
 // ---- PTX wrappers -------------------------------------------------------------------
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 // 16-byte asynchronous copy global -> shared; src_bytes 0 writes zeros (rows past the end).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
@@ -165,48 +162,11 @@ __global__ void __launch_bounds__(WARPS * 32) flash_fwd_kernel(const T* __restri
     // Online softmax.
     const bool needs_mask = n0 + BN > seq || (causal && n0 + BN - 1 > m0 + warp_row0);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + warp_row0 + mt * 16 + lane / 4 + h * 8;
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float x = s[mt][nt][h * 2 + e];
-            if (needs_mask) {
-              const int col = n0 + nt * 8 + (lane % 4) * 2 + e;
-              if (col >= seq || (causal && col > row)) x = -INFINITY;
-            }
-            s[mt][nt][h * 2 + e] = x;
-            mx = fmaxf(mx, x);
-          }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // Max and exponent in the scaled log2 domain: p = 2^(s * scale * log2(e) - m), one FFMA
-        // and one MUFU.EX2 per score.
-        const float m_new = fmaxf(row_max[mt][h], mx * scale_log2);
-        const float base = m_new == -INFINITY ? 0.f : m_new;  // a row with no key yet
-        const float alpha = fast_exp2(row_max[mt][h] - base);
-        row_max[mt][h] = m_new;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float p = fast_exp2(fmaf(s[mt][nt][h * 2 + e], scale_log2, -base));
-            s[mt][nt][h * 2 + e] = p;
-            sum += p;
-          }
-        row_sum[mt][h] = row_sum[mt][h] * alpha + sum;  // this thread's columns only
-#pragma unroll
-        for (int dt = 0; dt < DT; ++dt) {
-          acc_o[mt][dt][h * 2] *= alpha;
-          acc_o[mt][dt][h * 2 + 1] *= alpha;
-        }
-      }
-    }
+      for (int h = 0; h < 2; ++h)
+        flash::online_softmax_row(s[mt], acc_o[mt], h, m0 + warp_row0 + mt * 16 + lane / 4 + h * 8, n0, seq, causal,
+                                  needs_mask, lane, scale_log2, row_max[mt][h], row_sum[mt][h]);
 
     // O += P V; the S accumulator layout of two 8-column tiles is the A fragment layout.
 #pragma unroll
@@ -236,20 +196,8 @@ __global__ void __launch_bounds__(WARPS * 32) flash_fwd_kernel(const T* __restri
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = row_sum[mt][h];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      const int row = m0 + warp_row0 + mt * 16 + lane / 4 + h * 8;
-      if (row < seq) {
-#pragma unroll
-        for (int dt = 0; dt < DT; ++dt) {
-          const uint32_t packed = pack2<T>(acc_o[mt][dt][h * 2] * inv, acc_o[mt][dt][h * 2 + 1] * inv);
-          *reinterpret_cast<uint32_t*>(o + int64_t(row) * D + dt * 8 + (lane % 4) * 2) = packed;
-        }
-      }
-    }
+    for (int h = 0; h < 2; ++h)
+      flash::store_row<T>(acc_o[mt], h, row_sum[mt][h], lane, m0 + warp_row0 + mt * 16 + lane / 4 + h * 8, seq, o);
 }
 
 template <class T, int D, int WARPS, int MT, int BN>

@@ -33,8 +33,10 @@ namespace mlsem_kernels {
 namespace sm90 {
 namespace {
 
-using flash::fast_exp2;
 using flash::pack2;
+
+// A 64-register wgmma accumulator (m64n128, f32) as its sixteen 8-column slices of four.
+__device__ __forceinline__ float (&slices(float (&d)[64]))[16][4] { return reinterpret_cast<float(&)[16][4]>(d); }
 
 using Plan = AttentionSm90;
 constexpr int kD = Plan::head_dim, kBM = Plan::block_m, kBN = Plan::block_n, kStages = Plan::stages;
@@ -44,9 +46,6 @@ constexpr int kConsumers = Plan::consumers, kThreads = Plan::threads, kTileBytes
 #define MLSEM_SM90A 1
 #endif
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
 // ---- mbarriers and the tensor memory accelerator ---------------------------------------
 
@@ -176,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                    bool causal) {
 #ifdef MLSEM_SM90A
   extern __shared__ unsigned char smem_raw[];
-  const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+  const uint32_t base = (flash::smem_addr(smem_raw) + 1023) & ~1023u;
   const uint32_t sq = base;
   const uint32_t sk = base + kTileBytes;                 // [kStages] tiles
   const uint32_t sv = base + (1 + kStages) * kTileBytes;  // [kStages] tiles
@@ -253,46 +252,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (j > 0 && threadIdx.x % 128 == 0)  // this warpgroup is done with the previous tile
       mbar_arrive(bar_empty + 8 * Plan::stage(j - 1));
 
-    // Online softmax over this thread's two rows (h = 0: lane/4, h = 1: lane/4 + 8).
+    // Online softmax over this thread's two rows (h = 0: lane/4, h = 1: lane/4 + 8), on the
+    // accumulators as 8-column slices (flash_common.cuh).
     const bool needs_mask = n0 + kBN > seq || (causal && n0 + kBN - 1 > m0 + wg * 64 + warp * 16);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = m0 + row_in_block + h * 8;
-      float mx = -INFINITY;
-#pragma unroll
-      for (int nt = 0; nt < kBN / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x = s[nt * 4 + h * 2 + e];
-          if (needs_mask) {
-            const int col = n0 + nt * 8 + (lane % 4) * 2 + e;
-            if (col >= seq || (causal && col > row)) x = -INFINITY;
-          }
-          s[nt * 4 + h * 2 + e] = x;
-          mx = fmaxf(mx, x);
-        }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(row_max[h], mx * scale_log2);
-      const float m_base = m_new == -INFINITY ? 0.f : m_new;  // a row with no key yet
-      const float alpha = fast_exp2(row_max[h] - m_base);
-      row_max[h] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < kBN / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = fast_exp2(fmaf(s[nt * 4 + h * 2 + e], scale_log2, -m_base));
-          s[nt * 4 + h * 2 + e] = p;
-          sum += p;
-        }
-      row_sum[h] = row_sum[h] * alpha + sum;  // this thread's columns only
-#pragma unroll
-      for (int dt = 0; dt < kD / 8; ++dt) {
-        acc[dt * 4 + h * 2] *= alpha;
-        acc[dt * 4 + h * 2 + 1] *= alpha;
-      }
-    }
+    for (int h = 0; h < 2; ++h)
+      flash::online_softmax_row(slices(s), slices(acc), h, m0 + row_in_block + h * 8, n0, seq, causal, needs_mask,
+                                lane, scale_log2, row_max[h], row_sum[h]);
 
     // O += P V: 8 steps of 16 keys; P's A fragment of step kk is S's 8-column tiles
     // 2kk and 2kk + 1. V is [key][d]: 16 keys are 2048 bytes on, the second 64-column
@@ -315,19 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // Normalize by the row sums (summed over the 4 threads of a row) and store.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int row = m0 + row_in_block + h * 8;
-    if (row < seq) {
-#pragma unroll
-      for (int dt = 0; dt < kD / 8; ++dt)
-        *reinterpret_cast<uint32_t*>(o + int64_t(row) * kD + dt * 8 + (lane % 4) * 2) =
-            pack2<T>(acc[dt * 4 + h * 2] * inv, acc[dt * 4 + h * 2 + 1] * inv);
-    }
-  }
+  for (int h = 0; h < 2; ++h) flash::store_row<T>(slices(acc), h, row_sum[h], lane, m0 + row_in_block + h * 8, seq, o);
 #else
   __trap();  // built for sm_90a only; the host never launches it elsewhere
 #endif
