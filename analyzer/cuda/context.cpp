@@ -20,6 +20,10 @@ std::string simple_name(const std::string& qualified) {
   return colon == std::string::npos ? qualified : qualified.substr(colon + 2);
 }
 
+// A launch written in the function itself, not a wrapper's call standing for the launches
+// of another function of the file (`via`): those are the wrapper's own, with their shape.
+bool own_launch(const ir::Node& n) { return n.op == "launch" && !n.attr("via"); }
+
 }  // namespace
 
 std::optional<NumberedName> numbered_name(const std::string& name) {
@@ -57,7 +61,7 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
   for (const ir::Function& fn : module.functions) {
     std::string caller = simple_name(fn.name);
     for (const ir::Node& n : fn.nodes)
-      if (n.op == "launch" && !n.attr("via"))  // a wrapper's call: the wrapper is the caller
+      if (own_launch(n))
         if (const auto* k = n.attr("kernel"); k && std::holds_alternative<std::string>(*k))
           callers[simple_name(std::get<std::string>(*k))].insert(caller);
   }
@@ -119,7 +123,7 @@ void settle_launch_bound_returns(ir::Module& module) {
     for (const ir::Node& n : fn.nodes) {
       const auto* k = n.attr("kernel");
       const auto* dead = n.attr("bound_returns_dead");
-      if (n.op != "launch" || n.attr("via") || !k || !std::holds_alternative<std::string>(*k)) continue;
+      if (!own_launch(n) || !k || !std::holds_alternative<std::string>(*k)) continue;
       bool& all = all_dead.try_emplace(simple_name(std::get<std::string>(*k)), true).first->second;
       all = all && dead && std::get<bool>(*dead);
     }
@@ -139,7 +143,7 @@ void apply_launch_shapes(ir::Module& module) {
   std::map<std::string, std::set<int64_t>> block_x;
   for (const ir::Function& fn : module.functions)
     for (const ir::Node& n : fn.nodes) {
-      if (n.op != "launch" || n.attr("via")) continue;  // a wrapper's call: its own launch has the shape
+      if (!own_launch(n)) continue;
       const auto* k = n.attr("kernel");
       if (!k || !std::holds_alternative<std::string>(*k)) continue;
       const auto* x = n.attr("block_x");
