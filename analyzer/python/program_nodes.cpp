@@ -4,6 +4,7 @@
 // in per-step code (`host_tensor`), inference loops with autograd on (`eval_loop`), Adam
 // without fused= (`optimizer`), debugging switches (`debug_mode`), and DDP gradient
 // accumulation without no_sync() (`ddp_accumulation`).
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -623,6 +624,26 @@ void annotate_ddp_accumulation(const FileFacts& c) {
     }
     return TSNode{};
   };
+  // The `if` a branch arm belongs to, when the if has a competing arm (else/elif).
+  auto arm_owner = [&](TSNode p) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.else_clause || k == S.elif_clause) return ts_node_parent(p);
+    TSNode up = ts_node_parent(p);
+    if (k == S.block && !ts_node_is_null(up) && ts_node_symbol(up) == S.if_statement &&
+        !ts_node_is_null(field(up, S.f_alternative)))
+      return up;
+    return TSNode{};
+  };
+  // Whether `a` and `b` sit in competing arms of one `if` inside `body`: they never run in
+  // the same iteration.
+  auto exclusive = [&](TSNode a, TSNode b, TSNode body) {
+    for (TSNode p = ts_node_parent(a); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+      TSNode owner = arm_owner(p);
+      if (!ts_node_is_null(owner) && !within(b, p) && within(b, owner)) return true;
+    }
+    return false;
+  };
+  std::set<uint32_t> examined;  // guards already examined (several steps under one guard)
   each_call_to(S, file, root, "step", [&](TSNode step, std::string_view callee) {
     if (!is_step(callee)) return;
     // Each loop around the guarded step, innermost first: the one whose body also calls
@@ -633,44 +654,25 @@ void annotate_ddp_accumulation(const FileFacts& c) {
       TSNode body = field(loop, S.f_body);
       TSNode guard = ts_node_is_null(body) ? TSNode{} : modulo_guard(step, body);
       if (ts_node_is_null(guard)) continue;
-      // The `if` a branch arm belongs to, when the if has a competing arm (else/elif).
-      auto arm_owner = [&](TSNode p) {
-        TSSymbol k = ts_node_symbol(p);
-        if (k == S.else_clause || k == S.elif_clause) return ts_node_parent(p);
-        TSNode up = ts_node_parent(p);
-        if (k == S.block && !ts_node_is_null(up) && ts_node_symbol(up) == S.if_statement &&
-            !ts_node_is_null(field(up, S.f_alternative)))
-          return up;
-        return TSNode{};
-      };
-      // Whether `a` and `b` sit in competing arms of one `if` inside the loop: they never run
-      // in the same iteration.
-      auto exclusive = [&](TSNode a, TSNode b) {
-        for (TSNode p = ts_node_parent(a); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
-          TSNode owner = arm_owner(p);
-          if (!ts_node_is_null(owner) && !within(b, p) && within(b, owner)) return true;
-        }
-        return false;
-      };
+      if (!examined.insert(ts_node_start_byte(guard)).second) return;
+      // Optimizers stepped on every iteration (a GAN's critic, a second model): beside such
+      // a step, which gradients a backward() feeds is not known.
+      std::vector<TSNode> unguarded;
+      each_call_to(S, file, root, "step", [&](TSNode other, std::string_view other_callee) {
+        if (is_step(other_callee) && ts_node_is_null(modulo_guard(other, body))) unguarded.push_back(other);
+      }, body);
       bool found = false;
-      each_call_to(S, file, body, "backward", [&](TSNode bw, std::string_view) {
+      each_call_to(S, file, root, "backward", [&](TSNode bw, std::string_view) {
         // Every iteration, not under the guard, and in an arm that reaches the guarded step
         // (`if accum > 1: ...backward(); if (i + 1) % accum == 0: step()` else `...backward();
-        // step()` accumulates only in its first arm).
-        if (!within(bw, body) || within(bw, guard) || exclusive(bw, guard)) return;
-        // An optimizer stepped on every iteration beside this backward() (a GAN's critic, a
-        // second model): which gradients it feeds is not known, so nothing is said.
-        bool unguarded_step = false;
-        each_call_to(S, file, body, "step", [&](TSNode other, std::string_view other_callee) {
-          if (within(other, body) && is_step(other_callee) && ts_node_is_null(modulo_guard(other, body)) &&
-              !exclusive(bw, other))
-            unguarded_step = true;
-        });
-        if (unguarded_step) return;
+        // step()` accumulates only in its first arm); no unguarded step beside it.
+        if (within(bw, guard) || exclusive(bw, guard, body)) return;
+        for (TSNode other : unguarded)
+          if (!exclusive(bw, other, body)) return;
         found = true;
         ir::Node* node = add_node(out, range_of(bw), "ddp_accumulation");
         if (node) node->attrs["guard"] = std::string(text_of(field(ts_node_parent(guard), S.f_condition), file.text));
-      });
+      }, body);
       if (found) return;
     }
   });

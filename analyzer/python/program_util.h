@@ -59,10 +59,14 @@ std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::stri
 bool flag_of(const ir::Region& r, const char* name);
 
 // Each call whose callee is `name` or `x.name` (`name(...)`, `x.name(...)`), with the
-// callee's text: the identifiers spelled `name`, resolved up to their call.
+// callee's text: the identifiers spelled `name`, resolved up to their call; only those
+// within `scope` (a loop's body, say) when it is given.
 template <class F>
-void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string_view name, F&& visit) {
-  for (TSNode id : identifiers_named(root, f.text, name, S.identifier)) {
+void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string_view name, F&& visit,
+                  TSNode scope = TSNode{}) {
+  size_t from = ts_node_is_null(scope) ? 0 : ts_node_start_byte(scope);
+  size_t to = ts_node_is_null(scope) ? std::string_view::npos : ts_node_end_byte(scope);
+  for (TSNode id : identifiers_named(root, f.text, name, S.identifier, from, to)) {
     TSNode callee = id, p = ts_node_parent(id);
     if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute) {
       if (!ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id)) continue;
