@@ -43,6 +43,20 @@ void FunctionLowering::finish_device() {
   fn_.attrs["pointwise"] = pointwise;
   fn_.attrs["gemm"] = gemm;
 
+  // Accesses a thread makes once (outside every loop over the data) in a kernel whose
+  // loop over the data also touches global memory: loading a thread's few weights or
+  // state values before the loop, or a block reduction after it, costs a small share of
+  // the loop's traffic, whatever its layout.
+  auto in_data_loop = [&](const Access& a) {
+    return std::any_of(a.loops.begin(), a.loops.end(), [&](int l) { return loops_[l].over_data; });
+  };
+  bool data_loop = std::any_of(accesses_.begin(), accesses_.end(),
+                               [&](const Access& a) { return a.ptr.space == "global" && in_data_loop(a); }) ||
+                   std::any_of(loops_.begin(), loops_.end(), [](const LoopInfo& l) { return l.over_data && l.passes_global; });
+  if (data_loop)
+    for (const auto& acc : accesses_)
+      if (!in_data_loop(acc)) fn_.nodes[acc.node].attrs["once_beside_data_loop"] = true;
+
   bool vectorizable_marked = false;
   for (auto& n : fn_.nodes) {
     if (n.op == "gemm_loop") n.attrs["kernel_uses_shared"] = uses_shared;

@@ -120,6 +120,16 @@ bool FunctionLowering::thread_dependent(const Poly& p) const {
   return false;
 }
 
+bool FunctionLowering::fixed_at_launch(const Poly& p) const {
+  std::set<std::string> params;
+  if (const clang::FunctionTemplateDecl* ft = fd_->getDescribedFunctionTemplate())
+    for (const clang::NamedDecl* d : *ft->getTemplateParameters())
+      if (llvm::isa<clang::NonTypeTemplateParmDecl>(d)) params.insert(d->getNameAsString());
+  for (const auto& s : p.symbols())
+    if (!params.count(s) && s.rfind("blockDim.", 0) != 0 && s != "warpSize") return false;
+  return true;
+}
+
 bool FunctionLowering::lane_varying_nonaffine(const Poly& p) const {
   for (const auto& s : p.symbols())
     if (lane_atoms_.count(s)) return true;
@@ -396,6 +406,7 @@ void FunctionLowering::for_loop(const clang::ForStmt* f) {
       attrs["bound"] = text(cmp->getRHS());
       if (auto c = bound.as_constant()) info.bound_const = *c;
       else info.bound_symbolic = true;
+      info.over_data = !fixed_at_launch(bound) || (info.bound_const && *info.bound_const > 256);
       if (step.kind == "add" && init.is_zero() && step.amount.as_constant() == std::optional<int64_t>(1) &&
           (cmp->getOpcode() == clang::BO_LT || cmp->getOpcode() == clang::BO_NE))
         info.bound = bound;

@@ -812,6 +812,12 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
       mark_loops(&LoopInfo::has_square_diff);
   }
   if (auto* callee = call->getDirectCallee(); callee && callee->hasBody()) callees_.insert(callee->getNameAsString());
+  for (const clang::Expr* a : call->arguments())
+    if (a->getType()->isPointerType())
+      if (auto p = pointer_of(a); p && p->space == "global") {
+        mark_loops(&LoopInfo::passes_global);
+        break;
+      }
   // A pointer handed to another function may be written there.
   for (const clang::Expr* a : call->arguments()) {
     if (!a->getType()->isPointerType() || a->getType()->getPointeeType().isConstQualified()) continue;

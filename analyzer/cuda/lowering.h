@@ -136,9 +136,13 @@ struct LoopInfo {
   Poly bound;                // the bound of `i < bound` when the loop counts from 0 by 1, else zero
   bool bound_symbolic = false;
   bool reaches_one = false;  // halving loops: runs down to a stride below a warp
+  // Its trip count grows with a runtime size (a row length, the element count): not only
+  // with literals, template parameters and the block's shape (blockDim, warpSize).
+  bool over_data = true;
   bool has_max = false, has_exp = false, has_accumulate = false, has_square_diff = false;
   bool has_shared_combine = false;  // shared elements combined in place (s[i] += s[i + k])
   bool has_barrier = false, has_shared_access = false, has_launch = false;
+  bool passes_global = false;  // hands a global pointer to a device helper (a vector load_store)
   bool has_timing = false;  // host loops: records events or reads a timer (a benchmark loop)
   bool shared_stride_uses_iter = false;
   bool shared_read_ahead = false;  // reads s[i + stride]: a reduction step (a scan reads s[i - stride])
@@ -241,6 +245,8 @@ class FunctionLowering {
   bool region_has(uint32_t from, const char* kind, const char* flag) const;
 
   bool thread_dependent(const Poly& p) const;
+  // Every symbol of p is a template parameter of the kernel, blockDim.* or warpSize.
+  bool fixed_at_launch(const Poly& p) const;
   bool lane_varying_nonaffine(const Poly& p) const;
 
   // An opaque value: named by its text, thread- and lane-dependence inherited.

@@ -31,10 +31,14 @@
 // benchmark / step_copies: a loop that records events to time its launches waits on
 // purpose; a device-to-device copy does not make the host wait. train_copy_back waits
 // for the GPU every step.
+// conv_weights_once: each thread loads its own channel's K weights once (strided by K
+// across lanes), then streams the tokens coalesced (ggml's ssm_conv, rwkv's state load):
+// the weights are a small share of the bytes. conv_weights_per_token reloads them for
+// every token, inside the loop over the data.
 //
 // Expected: CU001 in mask_rows_x and on attention_value's row-per-thread accesses (a
 // real problem, not the one it is a near miss for), CU002 on the pointwise stores,
-// CU014 in train_copy_back.
+// CU014 in train_copy_back, CU001 in conv_weights_per_token.
 #include <cuda_runtime.h>
 
 __global__ void mask_rows_y(float* __restrict__ dst, const float* __restrict__ x, int ncols) {
@@ -225,5 +229,27 @@ void train_copy_back(float* d, float* h, int n, int steps) {
   for (int s = 0; s < steps; ++s) {
     step<<<(n + 255) / 256, 256>>>(d, n);
     cudaMemcpy(h, d, sizeof(float), cudaMemcpyDeviceToHost);  // expect: CU014
+  }
+}
+
+__global__ void conv_weights_once(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ w,
+                                  int n_t, int channels, int w_stride) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  float wk[4];
+  for (int k = 0; k < 4; k++) wk[k] = w[ch * w_stride + k];  // ok: CU001
+  for (int t = 0; t < n_t; t++) {
+    float acc = 0.0f;
+    for (int k = 0; k < 4; k++) acc += wk[k] * x[(t + k) * channels + ch];
+    y[t * channels + ch] = acc;
+  }
+}
+
+__global__ void conv_weights_per_token(float* __restrict__ y, const float* __restrict__ x,
+                                       const float* __restrict__ w, int n_t, int channels, int w_stride) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int t = 0; t < n_t; t++) {
+    float acc = 0.0f;
+    for (int k = 0; k < 4; k++) acc += w[ch * w_stride + k] * x[(t + k) * channels + ch];  // expect: CU001
+    y[t * channels + ch] = acc;
   }
 }

@@ -375,6 +375,50 @@ __global__ void row_per_thread(float* out, const float* x, int C) {
   EXPECT_FALSE(flag(*row[0], "chunk_per_thread"));
 }
 
+TEST(CudaLaneStride, AnAccessMadeOnceBesideTheLoopOverTheDataIsMarked) {
+  auto m = parse(R"(
+template <int K>
+__global__ void conv(float* y, const float* x, const float* w, int n_t, int channels, int w_stride) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  float wk[K];
+  for (int k = 0; k < K; k++) wk[k] = w[ch * w_stride + k];
+  for (int t = 0; t < n_t; t++) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc += wk[k] * x[(t + k) * channels + ch];
+    y[t * channels + ch] = acc;
+  }
+}
+__global__ void no_data_loop(float* out, const float* w, int k) {
+  float s = 0.0f;
+  for (int j = 0; j < 4; ++j) s += w[threadIdx.x * 4 + j];
+  out[threadIdx.x] = s;
+}
+template <int ILP>
+__device__ void load_store(float* dst, const float* src, int i) { dst[i] = src[i]; }
+__global__ void reduce_after_helper_loop(float* out, const float* x, int n) {
+  __shared__ float sm[4 * 256];
+  float r[4] = {0, 0, 0, 0};
+  for (int i = threadIdx.x; i < n; i += blockDim.x) load_store<4>(r, x, i);
+  for (int j = 0; j < 4; ++j) sm[4 * threadIdx.x + j] = r[j];
+  __syncthreads();
+  out[threadIdx.x] = sm[threadIdx.x];
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto loads = nodes(*function(m, "conv"), "load");
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_TRUE(flag(*loads[0], "uncoalesced"));
+  EXPECT_TRUE(flag(*loads[0], "once_beside_data_loop"));   // w, in the K loop
+  EXPECT_FALSE(flag(*loads[1], "once_beside_data_loop"));  // x, in the token loop
+  EXPECT_FALSE(flag(*nodes(*function(m, "conv"), "store")[0], "once_beside_data_loop"));
+  // No loop over the data: the strided load is the kernel's work.
+  EXPECT_FALSE(flag(*nodes(*function(m, "no_data_loop"), "load")[0], "once_beside_data_loop"));
+  // The loop over the data moves its bytes through a helper given the global pointer.
+  auto st = nodes(*function(m, "reduce_after_helper_loop"), "store");
+  ASSERT_FALSE(st.empty());
+  EXPECT_TRUE(flag(*st[0], "once_beside_data_loop"));
+}
+
 TEST(CudaPasses, AGlobalReadBesideASharedCopyIsNotASecondPass) {
   auto m = parse(R"(
 __global__ void softmax_cached(float* y, const float* x, int C, bool use_shared) {
