@@ -199,6 +199,18 @@ void FunctionLowering::find_passes() {
     for (int l = b; l >= 0; l = loops_[l].parent) if (l == a) return true;
     return false;
   };
+  // Loops in the two arms of one if/else: only one of them runs.
+  auto exclusive = [&](int a, int b) {
+    auto above = [&](uint32_t r) {
+      std::set<uint32_t> out;
+      for (; r != 0; r = fn_.regions[r].parent) out.insert(r);
+      return out;
+    };
+    std::set<uint32_t> ra = above(loops_[a].region), rb = above(loops_[b].region);
+    for (const auto& [then_r, else_r] : if_arms_)
+      if ((ra.count(then_r) && rb.count(else_r)) || (ra.count(else_r) && rb.count(then_r))) return true;
+    return false;
+  };
   auto feature = [&](int l, bool LoopInfo::*f) {
     // Features of nested loops were propagated up when they were seen.
     return loops_[l].*f;
@@ -209,7 +221,7 @@ void FunctionLowering::find_passes() {
     std::vector<PassLoad> passes;  // first load of each sibling pass, in source order
     for (const auto& ld : loads) {
       bool separate = true;
-      for (const auto& p : passes) separate &= !nested(p.pass, ld.pass);
+      for (const auto& p : passes) separate &= !nested(p.pass, ld.pass) && !exclusive(p.pass, ld.pass);
       if (separate) passes.push_back(ld);
     }
     if (passes.size() < 2) continue;

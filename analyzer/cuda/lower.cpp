@@ -498,6 +498,7 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
                                 {"interleaved_modulo", modulo},
                                 {"single_block", is_single_block_test(i->getCond())}});
   if (bound) launch_bound_guards_[region_] = *bound;
+  const uint32_t then_region = region_;
   auto values_before = values_;
   DeviceOpState ops_before = device_ops();
   walk(i->getThen());
@@ -507,6 +508,7 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
     values_ = values_before;
     restore_device_ops(ops_before);  // the else branch does not follow the then branch
     saved = push_region("if", i->getElse(), {{"thread_dependent", thread_dep}, {"else", true}});
+    if_arms_.emplace_back(then_region, region_);
     walk(i->getElse());
     region_ = saved;
     merge_values(values_then);

@@ -470,9 +470,12 @@ bool FunctionLowering::is_minus_one(const clang::Expr* e) const {
   return one && *one == 1;
 }
 
-// Marks the innermost loop as accumulating when `target` is a scalar updated from itself.
+// Marks the innermost loop as accumulating when `target` is a scalar updated from itself,
+// or a field of a local struct (ggml's `float2 mean_var; mean_var.x += xi`).
 void FunctionLowering::note_accumulate(const clang::Expr* target) {
-  if (llvm::isa<clang::DeclRefExpr>(target->IgnoreParenImpCasts())) mark_loops(&LoopInfo::has_accumulate);
+  target = target->IgnoreParenImpCasts();
+  if (auto* me = llvm::dyn_cast<clang::MemberExpr>(target); me && !me->isArrow()) target = me->getBase()->IgnoreParenImpCasts();
+  if (llvm::isa<clang::DeclRefExpr>(target)) mark_loops(&LoopInfo::has_accumulate);
 }
 
 Poly FunctionLowering::assign(const clang::BinaryOperator* bo) {

@@ -196,6 +196,7 @@ class FunctionLowering {
   std::map<const clang::ValueDecl*, NodeId> decl_nodes_;  // params and shared arrays
   std::map<const clang::ParmVarDecl*, size_t> param_index_;
   std::set<std::string> thread_atoms_;  // symbols whose value differs between threads
+  std::vector<std::pair<uint32_t, uint32_t>> if_arms_;  // (then, else) regions of each if with an else
   std::set<std::string> float_atoms_;   // integers converted from a floating-point value
   std::set<std::string> lane_atoms_;    // ... and between lanes, not affinely
   std::vector<Access> accesses_;

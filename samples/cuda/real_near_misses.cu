@@ -35,10 +35,14 @@
 // across lanes), then streams the tokens coalesced (ggml's ssm_conv, rwkv's state load):
 // the weights are a small share of the bytes. conv_weights_per_token reloads them for
 // every token, inside the loop over the data.
+// stats_in_struct: the mean summed into a field of a local float2 (as ggml's norm_f32
+// keeps its sums), then a pass for the variance: the statistics read the row twice.
+// stats_by_kind: a mean loop or a squared-difference loop, in the two arms of an if/else
+// (as apex's l2norm cleanup picks max or sum): only one runs, one pass.
 //
 // Expected: CU001 in mask_rows_x and on attention_value's row-per-thread accesses (a
 // real problem, not the one it is a near miss for), CU002 on the pointwise stores,
-// CU014 in train_copy_back, CU001 in conv_weights_per_token.
+// CU014 in train_copy_back, CU001 in conv_weights_per_token, CU005 in stats_in_struct.
 #include <cuda_runtime.h>
 
 __global__ void mask_rows_y(float* __restrict__ dst, const float* __restrict__ x, int ncols) {
@@ -252,4 +256,30 @@ __global__ void conv_weights_per_token(float* __restrict__ y, const float* __res
     for (int k = 0; k < 4; k++) acc += w[ch * w_stride + k] * x[(t + k) * channels + ch];  // expect: CU001
     y[t * channels + ch] = acc;
   }
+}
+
+__global__ void stats_in_struct(const float* __restrict__ x, float* __restrict__ out, int ncols) {
+  x += (size_t)blockIdx.x * ncols;
+  float2 acc = make_float2(0.0f, 0.0f);
+  for (int col = threadIdx.x; col < ncols; col += blockDim.x) acc.x += x[col];
+  const float mean = acc.x / ncols;
+  for (int col = threadIdx.x; col < ncols; col += blockDim.x) {
+    const float d = x[col] - mean;  // expect: CU005
+    acc.y += d * d;
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = acc.y / ncols;
+}
+
+__global__ void stats_by_kind(const float* __restrict__ x, float* __restrict__ out, int n, float mean, int kind) {
+  const float* p = x + (size_t)blockIdx.x * n;
+  float val = 0.0f;
+  if (kind == 0) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) val += p[i];
+  } else {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const float d = p[i] - mean;  // ok: CU005
+      val += d * d;
+    }
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = val;
 }
