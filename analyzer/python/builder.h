@@ -356,6 +356,7 @@ class Builder {
   void lower_loop_body(uint32_t region, TSNode body);
 
   void count_training_mark();
+  bool scaler_step(std::string_view callee, const Args& a);
 
   void lower_else(TSNode loop);
 

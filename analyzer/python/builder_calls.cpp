@@ -108,6 +108,7 @@ Value Builder::lower_call(TSNode e) {
     auto it = sc.vars.find(name);
     if (it != sc.vars.end()) {
       if (it->second.module >= 0) return apply_module(it->second.module, std::string(name), a, e);
+      if (scaler_step(name, a)) count_training_mark();
       return opaque(a, e, std::string(name));
     }
     if (int f = local_function(name); f >= 0) return inline_call(f, a, e, -1, "");
@@ -200,6 +201,17 @@ Value Builder::lower_named_call(const std::string& callee, Args& a, TSNode e) {
     return val(id);
   }
   return opaque(a, e, callee);
+}
+
+// `loss_scaler(loss, optimizer, ...)`: timm's NativeScaler and the scalers DeiT, MAE,
+// ConvNeXt and Swin write after it run backward() and step the optimizer inside the call.
+bool Builder::scaler_step(std::string_view callee, const Args& a) {
+  if (!is_scaler_name(callee)) return false;
+  for (TSNode p : a.pos)
+    if (is_optimizer_name(text(p))) return true;
+  for (const auto& [k, v] : a.kw)
+    if (is_optimizer_name(text(v))) return true;
+  return false;
 }
 
 Value Builder::lower_method(std::string_view method, TSNode obj, Args& a, TSNode e) {

@@ -76,6 +76,11 @@ bool is_optimizer_name(std::string_view dotted) {
          ends_with(n, "_opt");
 }
 
+bool is_scaler_name(std::string_view dotted) {
+  Lower low(last_component(dotted));
+  return low.find("scaler") != std::string_view::npos;
+}
+
 bool is_mask_name(std::string_view dotted) {
   Lower low(last_component(dotted));
   std::string_view n = low;

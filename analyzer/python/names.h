@@ -23,6 +23,8 @@ bool is_scalar_name(std::string_view dotted);
 bool is_config_root(std::string_view name);
 // `optimizer`, `opt`, `self.optim`, `g_opt`, ... (not `scheduler`).
 bool is_optimizer_name(std::string_view dotted);
+// A loss scaler (`loss_scaler`, `scaler`): AMP's GradScaler or timm's NativeScaler.
+bool is_scaler_name(std::string_view dotted);
 // Names a mask is usually kept under: `mask`, `attn_mask`, `causal_bias`.
 bool is_mask_name(std::string_view dotted);
 bool contains_causal(std::string_view dotted);

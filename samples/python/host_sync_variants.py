@@ -10,10 +10,13 @@ preprocessing loop with no backward or optimizer step.
 Expected findings:
 - SYN001 on each unguarded per-step read inside a loop that calls backward() or
   optimizer.step(): history.append(loss.item()), the `.cpu().numpy()` metric, and
-  `loss_value = float(loss)`.
+  `loss_value = float(loss)`; also in a loop whose step is a loss scaler given the
+  optimizer (`loss_scaler(loss, optimizer, ...)`, timm's NativeScaler as DeiT, MAE and
+  Swin use it), which runs backward() and step() inside the call.
 Not expected: SYN001 on the isfinite check that aborts training (its value decides
 whether this step goes on), the guarded log line, the per-epoch mean, the validation
-loop, the NumPy `.tolist()`, and build_vocab.
+loop, the NumPy `.tolist()`, build_vocab, and a loop that calls a scaler without an
+optimizer (score_batches: not a training step).
 """
 
 from collections import Counter
@@ -93,3 +96,23 @@ def build_vocab(token_tensors, min_count=5):
     for tokens in token_tensors:
         counts.update(tokens.tolist())  # ok: SYN001
     return [tok for tok, c in counts.most_common() if c >= min_count]
+
+
+def train_one_epoch_scaler(model, criterion, loader, optimizer, loss_scaler, device="cuda"):
+    model.train()
+    for samples, targets in loader:
+        samples = samples.to(device, non_blocking=True)
+        targets = targets.to(device, non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = criterion(model(samples), targets)
+        optimizer.zero_grad()
+        loss_scaler(loss, optimizer, parameters=model.parameters())
+        torch.cuda.synchronize()  # expect: SYN001
+
+
+def score_batches(model, loader, score_scaler, device="cuda"):
+    scores = []
+    for x in loader:
+        s = score_scaler(model(x.to(device)))
+        scores.append(s.sum().item())  # ok: SYN001
+    return scores
