@@ -4,15 +4,9 @@
 namespace mlsem_kernels {
 namespace {
 
-// gelu_tanh(x) = 0.5 x (1 + tanh(z)) = x * sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3):
-// the sigmoid form needs one exp and one division instead of tanh's longer sequence.
-__device__ __forceinline__ float gelu(float x, bool tanh_approx) {
-  if (tanh_approx) {
-    const float z2 = 1.5957691216f * (x + 0.044715f * x * x * x);  // 2z
-    return __fdividef(x, 1.f + __expf(-z2));
-  }
-  return 0.5f * x * (1.f + fast_erf(x * 0.70710678118f));
-}
+// GELU's tanh form as x * sigmoid(2z), and the erf form with the A&S erf, both in
+// common/approx.h (MUFU exp and reciprocal, no range fix-ups).
+__device__ __forceinline__ float gelu(float x, bool tanh_approx) { return tanh_approx ? gelu_tanh(x) : gelu_erf(x); }
 
 constexpr int kUnroll = 4;  // packs per thread per step, all loaded before the first is used
 

@@ -27,6 +27,28 @@ TEST(BiasGelu, FastErfWithin5e7) {
   EXPECT_EQ(fast_erf(-30.f), -1.f);
 }
 
+// The forms the kernels evaluate (erf constants folded, the tanh form as a sigmoid, SiLU with
+// a reciprocal), against float64: within a few float32 rounding steps.
+TEST(BiasGelu, KernelFormsMatchFloat64) {
+  double erf_worst = 0, tanh_worst = 0, silu_worst = 0;
+  for (float x = -8.f; x <= 8.f; x += 0.001f) {
+    const double xd = x;
+    erf_worst = std::max(erf_worst, std::abs(gelu_erf(x) - reference::gelu_erf(xd)));
+    tanh_worst = std::max(tanh_worst, std::abs(gelu_tanh(x) - reference::gelu_tanh(xd)));
+    silu_worst = std::max(silu_worst, std::abs(silu(x) - reference::silu(xd)));
+  }
+  EXPECT_LT(erf_worst, 1e-6);
+  EXPECT_LT(tanh_worst, 2e-6);
+  EXPECT_LT(silu_worst, 2e-6);
+  // Far tails: exp overflows to inf and the reciprocal to 0, or exp underflows to 0.
+  EXPECT_EQ(gelu_erf(-30.f), 0.f);
+  EXPECT_EQ(gelu_erf(30.f), 30.f);
+  EXPECT_EQ(gelu_tanh(-30.f), 0.f);
+  EXPECT_EQ(gelu_tanh(30.f), 30.f);
+  EXPECT_EQ(silu(-200.f), 0.f);
+  EXPECT_EQ(silu(200.f), 200.f);
+}
+
 // The two GELUs are different functions (users must not get one for the other), though
 // close: at most about 5e-4 apart.
 TEST(BiasGelu, TanhApproximationIsCloseToErfButNotEqual) {

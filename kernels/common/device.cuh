@@ -83,6 +83,33 @@ __device__ __forceinline__ void store_pack(T* row, int64_t col, int64_t cols, co
   }
 }
 
+// 16-byte accesses with an L2 eviction priority: kEvictLast keeps a line in L2 for a second
+// read soon after (the row kernels that read a row twice), kEvictFirst marks its last use.
+enum class L2Hint { kEvictLast, kEvictFirst };
+template <L2Hint H>
+__device__ __forceinline__ uint64_t l2_policy() {
+  uint64_t policy;
+  if constexpr (H == L2Hint::kEvictLast)
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  else
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+template <L2Hint H>
+__device__ __forceinline__ uint4 load16_l2(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(l2_policy<H>()));
+  return v;
+}
+template <L2Hint H>
+__device__ __forceinline__ void store16_l2(void* p, uint4 v) {
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w), "l"(l2_policy<H>())
+               : "memory");
+}
+
 // Launches KERNEL<..., VEC> with VEC a compile-time copy of the runtime flag.
 #define MLSEM_WITH_VEC(vec, ...)           \
   if (vec) {                               \
@@ -135,7 +162,7 @@ struct MaxSum {
 __device__ __forceinline__ MaxSum merge(MaxSum a, MaxSum b) {
   const float m = fmaxf(a.m, b.m);
   if (m == -INFINITY) return a;
-  return {m, a.s * __expf(a.m - m) + b.s * __expf(b.m - m)};
+  return {m, a.s * fast_exp2((a.m - m) * kLog2e) + b.s * fast_exp2((b.m - m) * kLog2e)};
 }
 __device__ __forceinline__ MaxSum warp_merge(MaxSum v) {
 #pragma unroll

@@ -5,19 +5,20 @@
 namespace mlsem_kernels {
 namespace {
 
-__device__ __forceinline__ float activate(int act, float g) {
-  switch (act) {
-    case MLSEM_ACT_SILU: return __fdividef(g, 1.f + __expf(-g));
-    case MLSEM_ACT_GELU_TANH: return __fdividef(g, 1.f + __expf(-1.5957691216f * (g + 0.044715f * g * g * g)));
-    default: return 0.5f * g * (1.f + fast_erf(g * 0.70710678118f));
+template <int ACT>
+__device__ __forceinline__ float activate(float g) {
+  switch (ACT) {
+    case MLSEM_ACT_SILU: return silu(g);
+    case MLSEM_ACT_GELU_TANH: return gelu_tanh(g);
+    default: return gelu_erf(g);
   }
 }
 
 constexpr int kUnroll = 4;  // packs per thread per step, all loaded before the first is used
 
 // gate and up rows have stride ld (they may be the two halves of one projection).
-template <class T, bool VEC>
-__global__ void gated_kernel(const T* gate, const T* up, int64_t ld, T* y, int64_t rows, int64_t cols, int act,
+template <class T, int ACT, bool VEC>
+__global__ void gated_kernel(const T* gate, const T* up, int64_t ld, T* y, int64_t rows, int64_t cols,
                              FastDiv packs_per_row) {
   constexpr int P = kPack<T>;
   const int64_t packs = rows * packs_per_row.divisor;
@@ -37,7 +38,7 @@ __global__ void gated_kernel(const T* gate, const T* up, int64_t ld, T* y, int64
       const int64_t p = base + k * int64_t{blockDim.x};
       const int64_t r = packs_per_row.div(static_cast<uint32_t>(p)), c = (p - r * packs_per_row.divisor) * P;
 #pragma unroll
-      for (int j = 0; j < P; ++j) g[k].set(j, activate(act, g[k][j]) * u[k][j]);
+      for (int j = 0; j < P; ++j) g[k].set(j, activate<ACT>(g[k][j]) * u[k][j]);
       store_pack<VEC>(y + r * cols, c, p < packs ? cols : 0, g[k]);
     }
   }
@@ -51,7 +52,19 @@ int fused(const T* gate, const T* up, int64_t ld, T* y, int64_t rows, int64_t co
   if (packs + 1024 * kUnroll >= kFastDivLimit) return MLSEM_BAD_ARGUMENT;
   const int threads = 256, blocks = elementwise_blocks(ceil_div(packs, kUnroll), threads, 0);
   const FastDiv packs_per_row(static_cast<uint32_t>(ceil_div(cols, kPack<T>)));
-  MLSEM_WITH_VEC(vec, gated_kernel<T, VEC><<<blocks, threads, 0, s>>>(gate, up, ld, y, rows, cols, act, packs_per_row));
+  MLSEM_WITH_VEC(vec, {
+    switch (act) {
+      case MLSEM_ACT_SILU:
+        gated_kernel<T, MLSEM_ACT_SILU, VEC><<<blocks, threads, 0, s>>>(gate, up, ld, y, rows, cols, packs_per_row);
+        break;
+      case MLSEM_ACT_GELU_TANH:
+        gated_kernel<T, MLSEM_ACT_GELU_TANH, VEC><<<blocks, threads, 0, s>>>(gate, up, ld, y, rows, cols, packs_per_row);
+        break;
+      default:
+        gated_kernel<T, MLSEM_ACT_GELU_ERF, VEC><<<blocks, threads, 0, s>>>(gate, up, ld, y, rows, cols, packs_per_row);
+        break;
+    }
+  });
   MLSEM_CHECK_LAUNCH();
   return 0;
 }

@@ -6,16 +6,20 @@ namespace mlsem_kernels {
 namespace {
 
 // Each thread rotates one pack of pairs (P elements of the first half with the P matching
-// elements of the second) for kHeadsPerThread heads of one token: the cos/sin pack of that
-// (position, column) is loaded once and reused across the heads, so the tables cost a
+// elements of the second) for heads_per_thread(VEC) heads of one token: the cos/sin pack of
+// that (position, column) is loaded once and reused across the heads, so the tables cost a
 // fraction of the cache traffic of x; all the heads' loads are issued before the first
 // is used. Memory traffic is x once in, y once out.
-constexpr int kHeadsPerThread = 4;
+// Aligned (VEC): 8 heads a thread in 128 registers, 2 blocks of 256 threads per SM, each
+// thread with 16 packs (256 bytes) of x in flight, stores with an L2 evict_first hint (y is
+// not read again). The element-wise path keeps 4 heads (with 8 it spills registers).
+constexpr int heads_per_thread(bool vec) { return vec ? 8 : 4; }
 
 template <class T, bool VEC>
-__global__ void rope_kernel(const T* x, const float* cosv, const float* sinv, T* y, int64_t tokens, int64_t heads,
-                            int64_t head_dim, FastDiv packs_per_half, FastDiv head_groups, FastDiv seq_len) {
-  constexpr int P = kPack<T>, H = kHeadsPerThread;
+__global__ void __launch_bounds__(256, 2)
+    rope_kernel(const T* x, const float* cosv, const float* sinv, T* y, int64_t tokens, int64_t heads, int64_t head_dim,
+                FastDiv packs_per_half, FastDiv head_groups, FastDiv seq_len) {
+  constexpr int P = kPack<T>, H = heads_per_thread(VEC);
   const int64_t h = head_dim / 2;
   const int64_t items = tokens * head_groups.divisor * packs_per_half.divisor;
   for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < items; p += int64_t{gridDim.x} * blockDim.x) {
@@ -59,8 +63,13 @@ __global__ void rope_kernel(const T* x, const float* cosv, const float* sinv, T*
         o1.set(j, x1[k][j] * cs[j] - x2[k][j] * sn[j]);
         o2.set(j, x2[k][j] * cs[j] + x1[k][j] * sn[j]);
       }
-      store_pack<VEC>(y + row * head_dim, c, h, o1);
-      store_pack<VEC>(y + row * head_dim + h, c, h, o2);
+      if (VEC) {
+        store16_l2<L2Hint::kEvictFirst>(y + row * head_dim + c, o1.raw);
+        store16_l2<L2Hint::kEvictFirst>(y + row * head_dim + h + c, o2.raw);
+      } else {
+        store_pack<VEC>(y + row * head_dim, c, h, o1);
+        store_pack<VEC>(y + row * head_dim + h, c, h, o2);
+      }
     }
   }
 }
@@ -72,7 +81,7 @@ int fused(const T* x, const float* cosv, const float* sinv, T* y, int64_t tokens
   // Both halves of every row must start on 16 bytes for pack loads.
   const bool vec = can_vectorize(x, h, sizeof(T)) && can_vectorize(y, h, sizeof(T)) && h % kPack<T> == 0 &&
                    can_vectorize(cosv, h, sizeof(float)) && can_vectorize(sinv, h, sizeof(float));
-  const int64_t groups = ceil_div(heads, kHeadsPerThread);
+  const int64_t groups = ceil_div(heads, heads_per_thread(vec));
   const int64_t items = tokens * groups * ceil_div(h, kPack<T>);
   if (items + 1024 * 1024 >= kFastDivLimit || seq_len >= kFastDivLimit) return MLSEM_BAD_ARGUMENT;
   const int threads = 256, blocks = elementwise_blocks(items, threads, 0);

@@ -12,9 +12,15 @@ namespace {
 
 // One block per row; each thread holds PPT packs of its row in registers, so the row is
 // read once and written once: max, then exp and sum, then scale, all from registers.
+// exp(x - max) is 2^(x log2e - max log2e): one FMA and one MUFU op (fast_exp2). Rows of at
+// most 32 values a thread keep the exps in float registers for the output (one MUFU op per
+// element); longer ones recompute them, registers being worth more there than a MUFU op.
+// (Merging per-thread (max, sum) pairs in a single reduction measured 10% slower on an
+// H200: the merge's exps sit on the critical path of every shuffle round.)
 template <class T, int PPT, bool VEC>
 __global__ void softmax_cached(const T* x, T* y, int64_t cols) {
   constexpr int P = kPack<T>;
+  constexpr bool kKeepExps = PPT * P <= 32;
   const T* xr = x + blockIdx.x * cols;
   T* yr = y + blockIdx.x * cols;
   Pack<T> v[PPT];
@@ -25,21 +31,22 @@ __global__ void softmax_cached(const T* x, T* y, int64_t cols) {
   for (int i = 0; i < PPT; ++i)
 #pragma unroll
     for (int j = 0; j < P; ++j) m = fmaxf(m, v[i][j]);
-  m = block_max(m);
-  float s = 0.f;
+  const float ml = block_max(m) * kLog2e;
+  float e[kKeepExps ? PPT : 1][P], s = 0.f;
 #pragma unroll
   for (int i = 0; i < PPT; ++i)
 #pragma unroll
-    for (int j = 0; j < P; ++j) s += __expf(v[i][j] - m);  // padding holds -inf: exp gives 0
+    for (int j = 0; j < P; ++j) {
+      const float ej = fast_exp2(fmaf(v[i][j], kLog2e, -ml));  // padding holds -inf: 2^-inf = 0
+      if constexpr (kKeepExps) e[i][j] = ej;
+      s += ej;
+    }
   const float inv = 1.f / block_sum(s);
-  // (Merging per-thread (max, sum) pairs in a single reduction measured 10% slower on an
-  // H200: the merge's exps sit on the critical path of every shuffle round.)
-  // exp is recomputed for the output rather than kept: registers are worth more than
-  // one MUFU instruction per element here (they decide how many rows stay resident).
 #pragma unroll
   for (int i = 0; i < PPT; ++i) {
 #pragma unroll
-    for (int j = 0; j < P; ++j) v[i].set(j, __expf(v[i][j] - m) * inv);
+    for (int j = 0; j < P; ++j)
+      v[i].set(j, (kKeepExps ? e[kKeepExps ? i : 0][j] : fast_exp2(fmaf(v[i][j], kLog2e, -ml))) * inv);
     store_pack<VEC>(yr, (int64_t(i) * blockDim.x + threadIdx.x) * P, cols, v[i]);
   }
 }
@@ -65,7 +72,7 @@ __global__ void softmax_online(const T* x, T* y, int64_t cols) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int j = 0; j < P; ++j) chunk.s += __expf(v[u][j] - chunk.m);
+      for (int j = 0; j < P; ++j) chunk.s += fast_exp2((v[u][j] - chunk.m) * kLog2e);
     ms = merge(ms, chunk);
   }
   ms = block_merge(ms);
@@ -77,7 +84,7 @@ __global__ void softmax_online(const T* x, T* y, int64_t cols) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
-      for (int j = 0; j < P; ++j) v[u].set(j, __expf(v[u][j] - ms.m) * inv);
+      for (int j = 0; j < P; ++j) v[u].set(j, fast_exp2((v[u][j] - ms.m) * kLog2e) * inv);
       store_pack<VEC>(yr, c + u * step, cols, v[u]);
     }
   }
@@ -112,7 +119,7 @@ __global__ void softmax_cluster(const T* x, T* y, int64_t cols, int64_t chunk) {
 #pragma unroll
     for (int i = 0; i < PPT; ++i)
 #pragma unroll
-      for (int j = 0; j < P; ++j) s += __expf(v[i][j] - m);
+      for (int j = 0; j < P; ++j) s += fast_exp2((v[i][j] - m) * kLog2e);
   }
   s = block_sum(s);
   __shared__ float2 stat;
@@ -130,7 +137,7 @@ __global__ void softmax_cluster(const T* x, T* y, int64_t cols, int64_t chunk) {
 #pragma unroll
   for (int i = 0; i < PPT; ++i) {
 #pragma unroll
-    for (int j = 0; j < P; ++j) v[i].set(j, __expf(v[i][j] - tot.m) * inv);
+    for (int j = 0; j < P; ++j) v[i].set(j, fast_exp2((v[i][j] - tot.m) * kLog2e) * inv);
     store_pack<VEC>(yr, (int64_t(i) * blockDim.x + threadIdx.x) * P, n, v[i]);
   }
 }
