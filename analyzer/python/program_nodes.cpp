@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "python/names.h"
 #include "python/program_util.h"
 
 namespace mlsem::python::program {
@@ -676,6 +677,42 @@ void annotate_ddp_accumulation(const FileFacts& c) {
       if (found) return;
     }
   });
+  // A loss scaler given the optimizer and `update_grad=` a modulo test (timm's NativeScaler
+  // as Swin, MAE and ConvNeXt call it: `loss_scaler(loss, optimizer, update_grad=(i + 1) %
+  // accum == 0)`) runs backward() on every call and steps only when update_grad holds.
+  for (TSNode kw : identifiers_named(root, t, "update_grad", S.identifier)) {
+    TSNode pair = ts_node_parent(kw), args = ts_node_parent(pair);
+    TSNode call = ts_node_is_null(args) ? TSNode{} : ts_node_parent(args);
+    if (ts_node_is_null(call) || ts_node_symbol(pair) != S.keyword_argument || ts_node_symbol(call) != S.call ||
+        !ts_node_eq(field(pair, S.f_name), kw))
+      continue;
+    std::string_view callee = text_of(field(call, S.f_function), t);
+    std::string_view when = text_of(field(pair, S.f_value), t);
+    if (!is_scaler_name(callee) || !contains(when, "%")) continue;
+    bool optimizer = false;
+    for (TSNode a : named_children(args, S.comment))
+      if (is_optimizer_name(text_of(ts_node_symbol(a) == S.keyword_argument ? field(a, S.f_value) : a, t)))
+        optimizer = true;
+    if (!optimizer) continue;
+    // On every iteration of its loop, with no optimizer stepped unguarded beside it.
+    TSNode body{};
+    for (TSNode p = ts_node_parent(call); !ts_node_is_null(p); p = ts_node_parent(p)) {
+      if (ts_node_symbol(p) == S.function_definition) break;
+      if (is_loop(p)) {
+        body = field(p, S.f_body);
+        break;
+      }
+    }
+    if (ts_node_is_null(body) || !ts_node_is_null(modulo_guard(call, body))) continue;
+    bool unguarded_step = false;
+    each_call_to(S, file, root, "step", [&](TSNode other, std::string_view other_callee) {
+      if (is_step(other_callee) && ts_node_is_null(modulo_guard(other, body)) && !exclusive(call, other, body))
+        unguarded_step = true;
+    }, body);
+    if (unguarded_step) continue;
+    ir::Node* node = add_node(out, range_of(call), "ddp_accumulation");
+    if (node) node->attrs["guard"] = std::string(when);
+  }
 }
 
 }  // namespace

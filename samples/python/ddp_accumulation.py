@@ -6,12 +6,15 @@ Expected findings:
   of train_amp, which steps through the AMP scaler; in the accumulating arm of
   train_either; and in train_guards (the step under an `elif`, the AMP choice nested in
   the modulo guard, a backward under a plain `if`, optimizers stepped in a loop of their
-  own).
+  own); and on a loss scaler given the optimizer with `update_grad=` a modulo test in
+  train_loss_scaler (timm's NativeScaler as Swin-Transformer's main.py calls it: backward()
+  on every call, the step only when update_grad holds).
 Not expected: TRN002 in train_every_step (no accumulation), where a step runs under a
 periodic logging guard only (train_logging), in the branch of train_either that steps on
 every iteration (Swin-Transformer's loop: accumulation only when accum_steps > 1), in a GAN
 loop whose critic steps every iteration (train_gan), nor where the step sits in the else
-arm of a modulo test (train_logging_else).
+arm of a modulo test (train_logging_else), nor on a loss scaler that steps on every call
+(update_grad=True, train_loss_scaler's second loop).
 
 The same loops with no_sync() are in ddp_accumulation_fixed.py (a file that says no_sync is
 not reported at all).
@@ -137,3 +140,16 @@ def train_logging_else(model, loader, optimizer, log_every, rank):
             print(i)
         else:
             optimizer.step()
+
+
+def train_loss_scaler(model, loader, optimizer, loss_scaler, accum_steps, rank):
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for idx, (x, y) in enumerate(loader):
+        loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)) / accum_steps
+        loss_scaler(loss, optimizer, parameters=model.parameters(),  # expect: TRN002
+                    update_grad=(idx + 1) % accum_steps == 0)
+        if (idx + 1) % accum_steps == 0:
+            optimizer.zero_grad()
+    for x, y in loader:
+        loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank))
+        loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=True)  # ok: TRN002
