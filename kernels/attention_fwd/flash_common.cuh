@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../common/approx.h"
+
 namespace mlsem_kernels::flash {
 
 // The shared-memory address of a generic pointer, as PTX's .shared instructions take it.
@@ -16,12 +18,9 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// 2^x with one MUFU.EX2: scores live in the log2 domain (scale * log2(e) folded in).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
+// 2^x with one MUFU.EX2 (common/approx.h): scores live in the log2 domain (scale * log2(e)
+// folded in).
+using mlsem_kernels::fast_exp2;
 
 // Two floats as one register of two 16-bit values, the lower column in the low half.
 template <class T>
