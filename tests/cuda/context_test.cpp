@@ -346,6 +346,28 @@ void run(int* dst, int nrows, int ncols_pad) {
 }
 )");
   EXPECT_TRUE(after_return(wider));
+  // Inside a macro every argument's text is the whole invocation: the block width and the
+  // bound are still two different variables.
+  auto macro = parse(std::string(kernel) + R"(
+#define LAUNCH(k, grid, block, ...) k<<<grid, block, 0>>>(__VA_ARGS__)
+void run(int* dst, int nrows, int ncols, int ncols_pad) {
+  LAUNCH(sort_rows, nrows, ncols_pad, dst, ncols);
+}
+void run_exact(int* dst, int nrows, int ncols_pad) {
+  LAUNCH(sort_rows, nrows, ncols_pad, dst, ncols_pad);
+}
+)");
+  ASSERT_TRUE(macro.diagnostics.empty()) << macro.diagnostics[0].message;
+  EXPECT_TRUE(after_return(macro));
+  auto macro_exact = parse(std::string(kernel) + R"(
+#define LAUNCH(k, grid, block, ...) k<<<grid, block, 0>>>(__VA_ARGS__)
+void run_exact(int* dst, int nrows, int ncols_pad) {
+  LAUNCH(sort_rows, nrows, ncols_pad, dst, ncols_pad);
+}
+void run_literal(int* dst, int nrows) { sort_rows<<<nrows, 128, 0>>>(dst, 128); }
+)");
+  ASSERT_TRUE(macro_exact.diagnostics.empty()) << macro_exact.diagnostics[0].message;
+  EXPECT_FALSE(after_return(macro_exact));
   EXPECT_TRUE(after_return(parse(kernel)));
 }
 
