@@ -100,6 +100,7 @@ Value Builder::lower_call(TSNode e) {
     std::string_view method = text(field(fn, S.f_attribute));
     Value recv = lower(obj);
     if (recv.module >= 0) return module_method(recv.module, std::string(text(obj)), method, a, e);
+    if (scaler_step(method, a)) count_training_mark();  // self.loss_scaler(loss, self.optimizer)
     a.receiver = recv;
     return lower_method(method, obj, a, e);
   }
@@ -203,15 +204,12 @@ Value Builder::lower_named_call(const std::string& callee, Args& a, TSNode e) {
   return opaque(a, e, callee);
 }
 
-// `loss_scaler(loss, optimizer, ...)`: timm's NativeScaler and the scalers DeiT, MAE,
-// ConvNeXt and Swin write after it run backward() and step the optimizer inside the call.
+// `loss_scaler(loss, optimizer, ...)` (names.h, is_scaler_step): backward() and the
+// optimizer's step run inside the call.
 bool Builder::scaler_step(std::string_view callee, const Args& a) {
-  if (!is_scaler_name(callee)) return false;
-  for (TSNode p : a.pos)
-    if (is_optimizer_name(text(p))) return true;
-  for (const auto& [k, v] : a.kw)
-    if (is_optimizer_name(text(v))) return true;
-  return false;
+  auto at = [&](size_t i) { return i < a.pos.size() ? text(a.pos[i]) : std::string_view(); };
+  TSNode kw = a.keyword("optimizer");
+  return is_scaler_step(callee, at(0), at(1), ts_node_is_null(kw) ? std::string_view() : text(kw));
 }
 
 Value Builder::lower_method(std::string_view method, TSNode obj, Args& a, TSNode e) {

@@ -76,9 +76,15 @@ bool is_optimizer_name(std::string_view dotted) {
          ends_with(n, "_opt");
 }
 
-bool is_scaler_name(std::string_view dotted) {
-  Lower low(last_component(dotted));
-  return low.find("scaler") != std::string_view::npos;
+bool is_scaler_step(std::string_view callee, std::string_view first, std::string_view second,
+                    std::string_view optimizer_kw) {
+  Lower low(last_component(callee));
+  std::string_view n = low;
+  if (n.find("scaler") == std::string_view::npos || n.find("lr") != std::string_view::npos ||
+      n.find("sched") != std::string_view::npos || n.find("warmup") != std::string_view::npos)
+    return false;
+  if (first.empty() || is_optimizer_name(first)) return false;
+  return (!second.empty() && is_optimizer_name(second)) || (!optimizer_kw.empty() && is_optimizer_name(optimizer_kw));
 }
 
 bool is_mask_name(std::string_view dotted) {

@@ -23,8 +23,13 @@ bool is_scalar_name(std::string_view dotted);
 bool is_config_root(std::string_view name);
 // `optimizer`, `opt`, `self.optim`, `g_opt`, ... (not `scheduler`).
 bool is_optimizer_name(std::string_view dotted);
-// A loss scaler (`loss_scaler`, `scaler`): AMP's GradScaler or timm's NativeScaler.
-bool is_scaler_name(std::string_view dotted);
+// A loss scaler's step, timm's NativeScaler as DeiT, MAE, ConvNeXt and Swin call it:
+// `loss_scaler(loss, optimizer, ...)` runs backward() and optimizer.step() inside. The
+// callee is named like a scaler (not an lr/warmup scheduler: `lr_scaler(optimizer, it)`),
+// its first positional argument (the loss) is not an optimizer, and the optimizer is the
+// second positional argument or `optimizer=`. The arguments as written; empty when absent.
+bool is_scaler_step(std::string_view callee, std::string_view first, std::string_view second,
+                    std::string_view optimizer_kw);
 // Names a mask is usually kept under: `mask`, `attn_mask`, `causal_bias`.
 bool is_mask_name(std::string_view dotted);
 bool contains_causal(std::string_view dotted);

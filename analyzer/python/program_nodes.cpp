@@ -677,24 +677,39 @@ void annotate_ddp_accumulation(const FileFacts& c) {
       if (found) return;
     }
   });
-  // A loss scaler given the optimizer and `update_grad=` a modulo test (timm's NativeScaler
-  // as Swin, MAE and ConvNeXt call it: `loss_scaler(loss, optimizer, update_grad=(i + 1) %
-  // accum == 0)`) runs backward() on every call and steps only when update_grad holds.
+  // A loss scaler's step (names.h, is_scaler_step) with `update_grad=` a modulo test that
+  // is true every N iterations (timm's NativeScaler as Swin, MAE and ConvNeXt call it:
+  // `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`) runs backward() on
+  // every call and steps only when update_grad holds.
+  auto scaler_call = [&](TSNode call) {
+    TSNode args = field(call, S.f_arguments);
+    std::vector<std::string_view> pos;
+    std::string_view optimizer_kw, update;
+    for (TSNode a : named_children(args, S.comment)) {
+      if (ts_node_symbol(a) != S.keyword_argument) {
+        pos.push_back(text_of(a, t));
+        continue;
+      }
+      std::string_view k = text_of(field(a, S.f_name), t), v = text_of(field(a, S.f_value), t);
+      if (k == "optimizer") optimizer_kw = v;
+      if (k == "update_grad") update = v;
+    }
+    bool step = is_scaler_step(text_of(field(call, S.f_function), t), pos.size() > 0 ? pos[0] : "",
+                               pos.size() > 1 ? pos[1] : "", optimizer_kw);
+    bool every_n = contains(update, "%") && (contains(update, "== 0") || contains(update, "==0"));
+    return std::make_pair(step, every_n);
+  };
   for (TSNode kw : identifiers_named(root, t, "update_grad", S.identifier)) {
     TSNode pair = ts_node_parent(kw), args = ts_node_parent(pair);
     TSNode call = ts_node_is_null(args) ? TSNode{} : ts_node_parent(args);
     if (ts_node_is_null(call) || ts_node_symbol(pair) != S.keyword_argument || ts_node_symbol(call) != S.call ||
         !ts_node_eq(field(pair, S.f_name), kw))
       continue;
-    std::string_view callee = text_of(field(call, S.f_function), t);
-    std::string_view when = text_of(field(pair, S.f_value), t);
-    if (!is_scaler_name(callee) || !contains(when, "%")) continue;
-    bool optimizer = false;
-    for (TSNode a : named_children(args, S.comment))
-      if (is_optimizer_name(text_of(ts_node_symbol(a) == S.keyword_argument ? field(a, S.f_value) : a, t)))
-        optimizer = true;
-    if (!optimizer) continue;
-    // On every iteration of its loop, with no optimizer stepped unguarded beside it.
+    auto [step, every_n] = scaler_call(call);
+    if (!step || !every_n) continue;
+    // On every iteration of its loop, with no optimizer stepped on every iteration beside
+    // it: an unguarded `.step()`, or another call of the same scaler without a modulo
+    // update_grad (a GAN's critic).
     TSNode body{};
     for (TSNode p = ts_node_parent(call); !ts_node_is_null(p); p = ts_node_parent(p)) {
       if (ts_node_symbol(p) == S.function_definition) break;
@@ -709,9 +724,16 @@ void annotate_ddp_accumulation(const FileFacts& c) {
       if (is_step(other_callee) && ts_node_is_null(modulo_guard(other, body)) && !exclusive(call, other, body))
         unguarded_step = true;
     }, body);
+    TSNode callee = field(call, S.f_function);
+    if (ts_node_symbol(callee) == S.attribute) callee = field(callee, S.f_attribute);
+    each_call_to(S, file, root, text_of(callee, t), [&](TSNode other, std::string_view) {
+      if (ts_node_eq(other, call) || !ts_node_is_null(modulo_guard(other, body)) || exclusive(call, other, body)) return;
+      auto [other_step, other_every_n] = scaler_call(other);
+      if (other_step && !other_every_n) unguarded_step = true;
+    }, body);
     if (unguarded_step) continue;
     ir::Node* node = add_node(out, range_of(call), "ddp_accumulation");
-    if (node) node->attrs["guard"] = std::string(when);
+    if (node) node->attrs["guard"] = std::string(text_of(field(ts_node_parent(kw), S.f_value), t));
   }
 }
 

@@ -14,7 +14,9 @@ periodic logging guard only (train_logging), in the branch of train_either that 
 every iteration (Swin-Transformer's loop: accumulation only when accum_steps > 1), in a GAN
 loop whose critic steps every iteration (train_gan), nor where the step sits in the else
 arm of a modulo test (train_logging_else), nor on a loss scaler that steps on every call
-(update_grad=True, train_loss_scaler's second loop).
+(update_grad=True, train_loss_scaler's second loop), beside another call of the scaler that
+steps on every iteration (a GAN's critic, train_loss_scaler_gan), or whose update_grad skips
+every Nth step instead of taking it (`idx % skip != 0`).
 
 The same loops with no_sync() are in ddp_accumulation_fixed.py (a file that says no_sync is
 not reported at all).
@@ -153,3 +155,16 @@ def train_loss_scaler(model, loader, optimizer, loss_scaler, accum_steps, rank):
     for x, y in loader:
         loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank))
         loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=True)  # ok: TRN002
+
+
+def train_loss_scaler_gan(netD, netG, loader, opt_d, opt_g, loss_scaler, k, skip, rank):
+    netD = DDP(netD.cuda(rank), device_ids=[rank])
+    for idx, (x, _) in enumerate(loader):
+        d_loss = -netD(x.cuda(rank)).mean() + netD(netG(x.cuda(rank))).mean()
+        loss_scaler(d_loss, opt_d, parameters=netD.parameters())
+        g_loss = -netD(netG(x.cuda(rank))).mean()
+        loss_scaler(g_loss, opt_g, update_grad=idx % k == 0)  # ok: TRN002
+    for idx, (x, y) in enumerate(loader):
+        loss = F.cross_entropy(netD(x.cuda(rank)), y.cuda(rank))
+        opt_d.zero_grad()
+        loss_scaler(loss, opt_d, update_grad=idx % skip != 0)  # ok: TRN002

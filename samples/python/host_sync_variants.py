@@ -15,8 +15,9 @@ Expected findings:
   Swin use it), which runs backward() and step() inside the call.
 Not expected: SYN001 on the isfinite check that aborts training (its value decides
 whether this step goes on), the guarded log line, the per-epoch mean, the validation
-loop, the NumPy `.tolist()`, build_vocab, and a loop that calls a scaler without an
-optimizer (score_batches: not a training step).
+loop, the NumPy `.tolist()`, build_vocab, and loops whose scaler calls are not a training
+step: a scaler without an optimizer (score_batches), a learning-rate scaler given the
+optimizer, and a scaler given only `optimizer=` (scale_lr).
 """
 
 from collections import Counter
@@ -116,3 +117,13 @@ def score_batches(model, loader, score_scaler, device="cuda"):
         s = score_scaler(model(x.to(device)))
         scores.append(s.sum().item())  # ok: SYN001
     return scores
+
+
+def scale_lr(model, loader, optimizer, lr_scaler, grad_scaler, device="cuda"):
+    norms = []
+    with torch.no_grad():
+        for it, x in enumerate(loader):
+            lr_scaler(optimizer, it)
+            grad_scaler(optimizer=optimizer)
+            norms.append(model(x.to(device)).norm().item())  # ok: SYN001
+    return norms
