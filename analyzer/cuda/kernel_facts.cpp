@@ -50,8 +50,13 @@ void FunctionLowering::finish_device() {
   auto in_data_loop = [&](const Access& a) {
     return std::any_of(a.loops.begin(), a.loops.end(), [&](int l) { return loops_[l].over_data; });
   };
+  // The loop's access must move with the thread (a broadcast read of a few scales in a
+  // short runtime loop is not the kernel's data).
   bool data_loop = std::any_of(accesses_.begin(), accesses_.end(),
-                               [&](const Access& a) { return a.ptr.space == "global" && in_data_loop(a); }) ||
+                               [&](const Access& a) {
+                                 const auto* t = fn_.nodes[a.node].attr("thread_dependent");
+                                 return a.ptr.space == "global" && in_data_loop(a) && t && std::get<bool>(*t);
+                               }) ||
                    std::any_of(loops_.begin(), loops_.end(), [](const LoopInfo& l) { return l.over_data && l.passes_global; });
   if (data_loop)
     for (const auto& acc : accesses_)

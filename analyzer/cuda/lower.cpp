@@ -121,10 +121,26 @@ bool FunctionLowering::thread_dependent(const Poly& p) const {
 }
 
 bool FunctionLowering::fixed_at_launch(const Poly& p) const {
+  // Non-type template parameters that every instantiation of the kernel in the file sets to
+  // at most 256 (a head size, a filter width); one instantiated with 4096, or never, is not.
   std::set<std::string> params;
-  if (const clang::FunctionTemplateDecl* ft = fd_->getDescribedFunctionTemplate())
-    for (const clang::NamedDecl* d : *ft->getTemplateParameters())
-      if (llvm::isa<clang::NonTypeTemplateParmDecl>(d)) params.insert(d->getNameAsString());
+  if (const clang::FunctionTemplateDecl* ft = fd_->getDescribedFunctionTemplate()) {
+    const clang::TemplateParameterList* list = ft->getTemplateParameters();
+    for (unsigned i = 0; i < list->size(); ++i) {
+      if (!llvm::isa<clang::NonTypeTemplateParmDecl>(list->getParam(i))) continue;
+      bool small = false;
+      for (const clang::FunctionDecl* spec : ft->specializations()) {
+        const clang::TemplateArgumentList* args = spec->getTemplateSpecializationArgs();
+        if (!args || i >= args->size() || args->get(i).getKind() != clang::TemplateArgument::Integral ||
+            args->get(i).getAsIntegral().getSExtValue() > 256) {
+          small = false;
+          break;
+        }
+        small = true;
+      }
+      if (small) params.insert(list->getParam(i)->getNameAsString());
+    }
+  }
   for (const auto& s : p.symbols())
     if (!params.count(s) && s.rfind("blockDim.", 0) != 0 && s != "warpSize") return false;
   return true;
@@ -508,7 +524,9 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
     values_ = values_before;
     restore_device_ops(ops_before);  // the else branch does not follow the then branch
     saved = push_region("if", i->getElse(), {{"thread_dependent", thread_dep}, {"else", true}});
-    if_arms_.emplace_back(then_region, region_);
+    // Only one arm runs when the condition is the same for every thread; a thread-dependent
+    // one (threadIdx.y == 0) runs both arms in one block.
+    if (!thread_dep) if_arms_.emplace_back(then_region, region_);
     walk(i->getElse());
     region_ = saved;
     merge_values(values_then);

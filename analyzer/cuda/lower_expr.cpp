@@ -815,18 +815,20 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
       mark_loops(&LoopInfo::has_square_diff);
   }
   if (auto* callee = call->getDirectCallee(); callee && callee->hasBody()) callees_.insert(callee->getNameAsString());
+  bool global_pointer = false;
   for (const clang::Expr* a : call->arguments())
     if (a->getType()->isPointerType())
-      if (auto p = pointer_of(a); p && p->space == "global") {
-        mark_loops(&LoopInfo::passes_global);
-        break;
-      }
+      if (auto p = pointer_of(a); p && p->space == "global") global_pointer = true;
   // A pointer handed to another function may be written there.
   for (const clang::Expr* a : call->arguments()) {
     if (!a->getType()->isPointerType() || a->getType()->getPointeeType().isConstQualified()) continue;
     if (auto p = pointer_of(a)) mark_param(*p, true, true);
   }
   auto parts = args();
+  // A global pointer and a thread's own index handed to a helper (apex's load_store(dst,
+  // src, 0, flat_idx)): the helper moves the thread's data.
+  if (global_pointer && std::any_of(parts.begin(), parts.end(), [&](const Poly& v) { return thread_dependent(v); }))
+    mark_loops(&LoopInfo::passes_global);
   return opaque_of(call, parts);
 }
 

@@ -38,11 +38,12 @@
 // stats_in_struct: the mean summed into a field of a local float2 (as ggml's norm_f32
 // keeps its sums), then a pass for the variance: the statistics read the row twice.
 // stats_by_kind: a mean loop or a squared-difference loop, in the two arms of an if/else
-// (as apex's l2norm cleanup picks max or sum): only one runs, one pass.
+// (as apex's l2norm cleanup picks max or sum): only one runs, one pass. stats_split_y:
+// the same two arms under `threadIdx.y == 0`: both run in every block, two passes.
 //
 // Expected: CU001 in mask_rows_x and on attention_value's row-per-thread accesses (a
 // real problem, not the one it is a near miss for), CU002 on the pointwise stores,
-// CU014 in train_copy_back, CU001 in conv_weights_per_token, CU005 in stats_in_struct.
+// CU014 in train_copy_back, CU001 in conv_weights_per_token, CU005 in stats_in_struct and stats_split_y.
 #include <cuda_runtime.h>
 
 __global__ void mask_rows_y(float* __restrict__ dst, const float* __restrict__ x, int ncols) {
@@ -282,4 +283,18 @@ __global__ void stats_by_kind(const float* __restrict__ x, float* __restrict__ o
     }
   }
   if (threadIdx.x == 0) out[blockIdx.x] = val;
+}
+
+__global__ void stats_split_y(const float* __restrict__ x, float* __restrict__ out, int n, float mean) {
+  const float* p = x + (size_t)blockIdx.x * n;
+  float val = 0.0f;
+  if (threadIdx.y == 0) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) val += p[i];
+  } else {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const float d = p[i] - mean;  // expect: CU005
+      val += d * d;
+    }
+  }
+  out[blockIdx.x * blockDim.y + threadIdx.y] = val;
 }

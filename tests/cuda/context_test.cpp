@@ -410,6 +410,22 @@ __global__ void conv(float* y, const float* x, const float* w, int n_t, int chan
     y[t * channels + ch] = acc;
   }
 }
+template __global__ void conv<4>(float*, const float*, const float*, int, int, int);
+template <int COLS>
+__global__ void wide(float* y, const float* x, const float* b, int ld, int nb) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  for (int c = 0; c < COLS; c++) acc += x[c + r * ld];
+  for (int j = 0; j < nb; j++) acc += b[j * ld + r];
+  y[r] = acc;
+}
+template __global__ void wide<4096>(float*, const float*, const float*, int, int);
+__global__ void scaled(float* y, const float* x, const float* s, int stride, int nscale) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float f = 0.0f;
+  for (int j = 0; j < nscale; j++) f += s[j];
+  y[i * stride] = x[i * stride] * f;
+}
 __global__ void no_data_loop(float* out, const float* w, int k) {
   float s = 0.0f;
   for (int j = 0; j < 4; ++j) s += w[threadIdx.x * 4 + j];
@@ -435,6 +451,15 @@ __global__ void reduce_after_helper_loop(float* out, const float* x, int n) {
   EXPECT_FALSE(flag(*nodes(*function(m, "conv"), "store")[0], "once_beside_data_loop"));
   // No loop over the data: the strided load is the kernel's work.
   EXPECT_FALSE(flag(*nodes(*function(m, "no_data_loop"), "load")[0], "once_beside_data_loop"));
+  // A template bound the file instantiates with 4096 is a loop over the data.
+  auto wide = nodes(*function(m, "wide"), "load");
+  ASSERT_EQ(wide.size(), 2u);
+  EXPECT_FALSE(flag(*wide[0], "once_beside_data_loop"));
+  // A short runtime loop over a few broadcast scales is not the kernel's data: its strided
+  // accesses outside it are.
+  for (const auto* n : nodes(*function(m, "scaled"), "load"))
+    EXPECT_FALSE(flag(*n, "once_beside_data_loop"));
+  EXPECT_FALSE(flag(*nodes(*function(m, "scaled"), "store")[0], "once_beside_data_loop"));
   // The loop over the data moves its bytes through a helper given the global pointer.
   auto st = nodes(*function(m, "reduce_after_helper_loop"), "store");
   ASSERT_FALSE(st.empty());
