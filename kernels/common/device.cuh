@@ -111,6 +111,19 @@ __device__ __forceinline__ void store16_l2(void* p, uint4 v) {
 }
 
 // Launches KERNEL<..., VEC> with VEC a compile-time copy of the runtime flag.
+// The most threads a block of Kernel can have, its registers and shared memory counted
+// (cudaFuncGetAttributes), asked once per kernel. The kernels that hold 8 packs a thread
+// take up to 167 registers, so some of them cannot launch even the 512 threads a plan
+// allows; their callers then take the streaming path.
+template <auto Kernel>
+int max_block_threads() {
+  static const int n = [] {
+    cudaFuncAttributes a{};
+    return cudaFuncGetAttributes(&a, Kernel) == cudaSuccess ? a.maxThreadsPerBlock : 0;
+  }();
+  return n;
+}
+
 #define MLSEM_WITH_VEC(vec, ...)           \
   if (vec) {                               \
     constexpr bool VEC = true;             \

@@ -23,6 +23,11 @@ struct RowPlan {
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
+// Kernels holding 8 packs a thread in registers take 89-167 of them: at most 512 threads a
+// block (a 1024-thread block leaves 64 a thread, and its launch fails with "too many
+// resources requested").
+inline constexpr int kMaxThreadsAt8Packs = 512;
+
 // pack: elements per 16-byte pack (8 for bf16/fp16, 4 for fp32).
 inline RowPlan plan_rows(int64_t cols, int pack) {
   const int64_t packs = ceil_div(cols, pack);
@@ -32,7 +37,7 @@ inline RowPlan plan_rows(int64_t cols, int pack) {
     if (threads <= 256) return {static_cast<int>(threads), ppt, true};
   }
   const int64_t threads = round_up(ceil_div(packs, 8), 32);
-  if (threads <= 1024) return {static_cast<int>(threads), 8, true};
+  if (threads <= kMaxThreadsAt8Packs) return {static_cast<int>(threads), 8, true};
   return {1024, 0, false};
 }
 

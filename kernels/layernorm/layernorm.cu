@@ -10,7 +10,7 @@ namespace {
 // algorithm at the memory cost of one pass. The deviations replace the values for the
 // output, (x - mean) * rstd * w + b. (Merging per-thread (count, mean, M2) triples with
 // Chan's formula in one reduction measured 30% slower on an H200: a division per shuffle
-// round.) In-row columns are ints (cached rows have at most 65,536 columns), and with VEC a
+// round.) In-row columns are ints (cached rows have at most 32,768 columns), and with VEC a
 // whole pack is in the row or past it, so padding is tested per pack, not per element in 64
 // bits: 503 PTX instructions a thread at 8192 columns instead of 802. With those, the kernel
 // was issue-bound on an H200 (ncu: 0.80 instructions issued per cycle per scheduler) at 86%
@@ -73,7 +73,7 @@ __device__ __forceinline__ void layernorm_row(const T* x, const T* w, const T* b
 // Up to 4 packs a thread (plan_rows: at most 256 threads), with registers for 5 blocks per SM
 // on the aligned path (48: the row takes 32 of them as floats); the compiler otherwise takes
 // 51, which the allocation granularity rounds to 4 blocks. 8 packs a thread come with up to
-// 1024 threads and no such bound.
+// 512 threads (kMaxThreadsAt8Packs) and no such bound.
 template <class T, int PPT, bool VEC>
 __global__ void __launch_bounds__(256, VEC ? 5 : 4) layernorm_cached(const T* x, const T* w, const T* b, T* y,
                                                                      int64_t cols, float eps) {
@@ -115,8 +115,8 @@ int fused(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t cols, 
   const RowPlan plan = plan_rows(cols, kPack<T>);
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
-    if (!plan.cached) {
-      layernorm_streaming<T, VEC><<<grid, plan.threads, 0, s>>>(x, w, b, y, cols, eps);
+    if (!plan.cached || (plan.packs_per_thread == 8 && plan.threads > max_block_threads<layernorm_cached_long<T, VEC>>())) {
+      layernorm_streaming<T, VEC><<<grid, 1024, 0, s>>>(x, w, b, y, cols, eps);
     } else {
       switch (plan.packs_per_thread) {
         case 1: layernorm_cached<T, 1, VEC><<<grid, plan.threads, 0, s>>>(x, w, b, y, cols, eps); break;

@@ -186,7 +186,7 @@ cudaError_t softmax_long_rows(const T* x, T* y, int64_t rows, int64_t cols, cons
   cudaError_t e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, plan, s);
   if (e != cudaSuccess && plan.cluster > kMaxCluster) {
     (void)cudaGetLastError();  // clear the refused launch
-    const SplitPlan portable = plan_cached_split(cols, kPack<T>, kClusterPacks, 1024, kMaxCluster);
+    const SplitPlan portable = plan_cached_split(cols, kPack<T>, kClusterPacks, kMaxThreadsAt8Packs, kMaxCluster);
     if (portable.cluster > 0) e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, portable, s);
   }
   return e;
@@ -201,12 +201,13 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
   const RowPlan plan = plan_rows(cols, kPack<T>);
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
-    if (!plan.cached) {
-      const SplitPlan split = plan_cached_split(cols, kPack<T>, kClusterPacks, 1024, softmax_cluster_size());
-      if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31)) {
+    if (!plan.cached || (plan.packs_per_thread == 8 && plan.threads > max_block_threads<softmax_cached<T, 8, VEC>>())) {
+      const SplitPlan split = plan_cached_split(cols, kPack<T>, kClusterPacks, kMaxThreadsAt8Packs, softmax_cluster_size());
+      if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31) &&
+          split.threads <= max_block_threads<softmax_cluster<T, kClusterPacks, VEC>>()) {
         MLSEM_TRY((softmax_long_rows<T, VEC>(x, y, rows, cols, split, s)));
       } else {
-        softmax_online<T, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols);
+        softmax_online<T, VEC><<<grid, 1024, 0, s>>>(x, y, cols);
       }
     } else {
       switch (plan.packs_per_thread) {

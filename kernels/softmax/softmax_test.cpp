@@ -50,6 +50,7 @@ TEST(RowPlan, CoversTheRowWithWarpMultiples) {
       EXPECT_EQ(plan.threads % 32, 0) << cols;
       EXPECT_GE(plan.threads, 32);
       EXPECT_LE(plan.threads, 1024);
+      if (plan.cached && plan.packs_per_thread == 8) EXPECT_LE(plan.threads, kMaxThreadsAt8Packs) << cols;
       if (plan.cached) {
         EXPECT_GE(int64_t{plan.threads} * plan.packs_per_thread * pack, cols) << cols;
         EXPECT_TRUE(plan.packs_per_thread == 1 || plan.packs_per_thread == 2 || plan.packs_per_thread == 4 ||
@@ -59,10 +60,13 @@ TEST(RowPlan, CoversTheRowWithWarpMultiples) {
   }
 }
 
-TEST(RowPlan, CachesRowsUpTo8192PacksAndStreamsLonger) {
-  // bf16: 8 elements a pack; 1024 threads x 8 packs x 8 = 65536 columns fit in registers.
-  EXPECT_TRUE(plan_rows(65536, 8).cached);
-  EXPECT_FALSE(plan_rows(65537, 8).cached);
+TEST(RowPlan, CachesRowsUpTo4096PacksAndStreamsLonger) {
+  // bf16: 8 elements a pack; 512 threads x 8 packs x 8 = 32768 columns fit in registers (8
+  // packs a thread at 1024 threads would not launch).
+  EXPECT_TRUE(plan_rows(32768, 8).cached);
+  EXPECT_FALSE(plan_rows(32769, 8).cached);
+  EXPECT_FALSE(plan_rows(65536, 8).cached);
+  EXPECT_FALSE(plan_rows(20001, 4).cached);  // float32: 16384 columns
   // LLM hidden sizes stay at 256-thread blocks (several rows resident per SM).
   const RowPlan p = plan_rows(8192, 8);
   EXPECT_EQ(p.threads, 256);
@@ -73,19 +77,23 @@ TEST(SplitPlan, ClusterChunksCoverLongRowsAlignedAndCached) {
   for (int cluster : {8, 16}) {
   for (int pack : {4, 8}) {
     for (int64_t cols : {65537, 100003, 131072, 262144}) {
-      const SplitPlan p = plan_cached_split(cols, pack, 8, 1024, cluster);  // as softmax.cu plans
+      const SplitPlan p = plan_cached_split(cols, pack, 8, kMaxThreadsAt8Packs, cluster);  // as softmax.cu plans
+      if (ceil_div(ceil_div(cols, cluster), int64_t{pack} * 8) > kMaxThreadsAt8Packs) {
+        EXPECT_EQ(p.cluster, 0) << cols;  // the online kernel
+        continue;
+      }
       ASSERT_EQ(p.cluster, cluster) << cols;
       EXPECT_EQ(p.chunk % pack, 0) << cols;  // every chunk of an aligned row starts aligned
       EXPECT_GE(p.chunk * p.cluster, cols) << cols;
       EXPECT_LT((p.cluster - 1) * p.chunk, cols) << cols;  // the last block has columns
       EXPECT_EQ(p.threads % 32, 0);
       EXPECT_GE(int64_t{p.threads} * 8 * pack, p.chunk) << cols;  // the chunk fits the registers
-      EXPECT_LE(p.threads, 1024);
+      EXPECT_LE(p.threads, kMaxThreadsAt8Packs);
     }
   }
   }
   // 1024 x 131072 bf16 in clusters of 16: blocks of 128 threads, 8192 columns each.
-  const SplitPlan p = plan_cached_split(131072, 8, 8, 1024, 16);
+  const SplitPlan p = plan_cached_split(131072, 8, 8, kMaxThreadsAt8Packs, 16);
   EXPECT_EQ(p.chunk, 8192);
   EXPECT_EQ(p.threads, 128);
   // Rows past 8 blocks x 512 threads x 8 packs stream instead.
