@@ -52,6 +52,7 @@ ir::Function FunctionLowering::lower() {
   fn_.attrs["host"] = !device_;
   if (fd_->getDescribedFunctionTemplate()) fn_.attrs["template"] = true;
   if (device_) declare_params();
+  small_params_ = small_template_params();
   walk(fd_->getBody());
   if (device_) finish_device();
   else finish_host();
@@ -120,29 +121,33 @@ bool FunctionLowering::thread_dependent(const Poly& p) const {
   return false;
 }
 
-bool FunctionLowering::fixed_at_launch(const Poly& p) const {
-  // Non-type template parameters that every instantiation of the kernel in the file sets to
-  // at most 256 (a head size, a filter width); one instantiated with 4096, or never, is not.
+// Non-type template parameters that every instantiation of the kernel in the file sets to
+// at most 256 (a head size, a filter width); one instantiated with 4096, or never, is not.
+std::set<std::string> FunctionLowering::small_template_params() const {
   std::set<std::string> params;
-  if (const clang::FunctionTemplateDecl* ft = fd_->getDescribedFunctionTemplate()) {
-    const clang::TemplateParameterList* list = ft->getTemplateParameters();
-    for (unsigned i = 0; i < list->size(); ++i) {
-      if (!llvm::isa<clang::NonTypeTemplateParmDecl>(list->getParam(i))) continue;
-      bool small = false;
-      for (const clang::FunctionDecl* spec : ft->specializations()) {
-        const clang::TemplateArgumentList* args = spec->getTemplateSpecializationArgs();
-        if (!args || i >= args->size() || args->get(i).getKind() != clang::TemplateArgument::Integral ||
-            args->get(i).getAsIntegral().getSExtValue() > 256) {
-          small = false;
-          break;
-        }
-        small = true;
+  const clang::FunctionTemplateDecl* ft = fd_->getDescribedFunctionTemplate();
+  if (!ft) return params;
+  const clang::TemplateParameterList* list = ft->getTemplateParameters();
+  for (unsigned i = 0; i < list->size(); ++i) {
+    if (!llvm::isa<clang::NonTypeTemplateParmDecl>(list->getParam(i))) continue;
+    bool small = false;
+    for (const clang::FunctionDecl* spec : ft->specializations()) {
+      const clang::TemplateArgumentList* args = spec->getTemplateSpecializationArgs();
+      if (!args || i >= args->size() || args->get(i).getKind() != clang::TemplateArgument::Integral ||
+          args->get(i).getAsIntegral().getSExtValue() > 256) {
+        small = false;
+        break;
       }
-      if (small) params.insert(list->getParam(i)->getNameAsString());
+      small = true;
     }
+    if (small) params.insert(list->getParam(i)->getNameAsString());
   }
+  return params;
+}
+
+bool FunctionLowering::fixed_at_launch(const Poly& p) const {
   for (const auto& s : p.symbols())
-    if (!params.count(s) && s.rfind("blockDim.", 0) != 0 && s != "warpSize") return false;
+    if (!small_params_.count(s) && s.rfind("blockDim.", 0) != 0 && s != "warpSize") return false;
   return true;
 }
 

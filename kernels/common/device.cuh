@@ -124,6 +124,13 @@ int max_block_threads() {
   return n;
 }
 
+// Whether a row plan keeps the row in registers with Kernel8, its 8-packs-a-thread kernel:
+// cached, and at 8 packs a thread no more threads than Kernel8's registers allow.
+template <auto Kernel8>
+bool cached_launches(const RowPlan& plan) {
+  return plan.cached && (plan.packs_per_thread < 8 || plan.threads <= max_block_threads<Kernel8>());
+}
+
 #define MLSEM_WITH_VEC(vec, ...)           \
   if (vec) {                               \
     constexpr bool VEC = true;             \

@@ -115,7 +115,7 @@ int fused(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t cols, 
   const RowPlan plan = plan_rows(cols, kPack<T>);
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
-    if (!plan.cached || (plan.packs_per_thread == 8 && plan.threads > max_block_threads<layernorm_cached_long<T, VEC>>())) {
+    if (!cached_launches<layernorm_cached_long<T, VEC>>(plan)) {
       layernorm_streaming<T, VEC><<<grid, 1024, 0, s>>>(x, w, b, y, cols, eps);
     } else {
       switch (plan.packs_per_thread) {

@@ -112,7 +112,7 @@ extern "C" int mlsem_lesson_fp8_quant_fused(const void* x, void* q, float* scale
   const RowPlan plan = plan_rows(cols, P);
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vectorizable(x, q, cols), {
-    if (!plan.cached || (plan.packs_per_thread == 8 && plan.threads > max_block_threads<quant_cached<8, VEC>>())) {
+    if (!cached_launches<quant_cached<8, VEC>>(plan)) {
       quant_streaming<VEC><<<grid, 1024, 0, s>>>(in, out, scale, cols);
     } else {
       switch (plan.packs_per_thread) {

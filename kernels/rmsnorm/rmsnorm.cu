@@ -116,7 +116,7 @@ int fused(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, c
     return 0;
   }
   MLSEM_WITH_VEC(vec, {
-    if (!plan.cached || (plan.packs_per_thread == 8 && plan.threads > max_block_threads<rmsnorm_cached<T, 8, VEC>>())) {
+    if (!cached_launches<rmsnorm_cached<T, 8, VEC>>(plan)) {
       rmsnorm_streaming<T, VEC><<<grid, 1024, 0, s>>>(x, w, y, cols, eps);
     } else {
       switch (plan.packs_per_thread) {

@@ -201,7 +201,7 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
   const RowPlan plan = plan_rows(cols, kPack<T>);
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
-    if (!plan.cached || (plan.packs_per_thread == 8 && plan.threads > max_block_threads<softmax_cached<T, 8, VEC>>())) {
+    if (!cached_launches<softmax_cached<T, 8, VEC>>(plan)) {
       const SplitPlan split = plan_cached_split(cols, kPack<T>, kClusterPacks, kMaxThreadsAt8Packs, softmax_cluster_size());
       if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31) &&
           split.threads <= max_block_threads<softmax_cluster<T, kClusterPacks, VEC>>()) {
