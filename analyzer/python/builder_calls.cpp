@@ -289,8 +289,12 @@ Value Builder::apply_module(int m, std::string path, Args& a, TSNode e) {
   set(id, "module", path);
   set(id, "callee", d.cls);
   if (op == "linear" || op == "conv") {
-    auto b = bool_of(ctor.keyword("bias"));
+    // Linear(in, out, bias), Conv2d(in, out, k, stride, padding, dilation, groups, bias).
+    TSNode bias = ctor.get(op == "linear" ? 2 : 7, "bias");
+    auto b = bool_of(bias);
     set(id, "bias", !b || *b);
+    // Written out (bias=True, bias=use_bias): the author's choice, as opposed to the default.
+    if (!ts_node_is_null(bias)) set(id, "bias_written", clip(text(bias)));
   } else if (op == "softmax" || op == "log_softmax") {
     set_dim(id, ctor.get(0, "dim"));
   } else if (op == "dropout") {

@@ -749,6 +749,7 @@ void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool g
   annotate_optimizers(c);
   annotate_debug_modes(c);
   annotate_ddp_accumulation(c);
+  annotate_setup(file, root, out, gpu_file, c.trains);
 }
 
 }  // namespace mlsem::python::program

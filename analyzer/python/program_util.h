@@ -80,7 +80,12 @@ void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string
 }
 
 // The nodes the training rules match (program_nodes.cpp; docs/IR.md): `data_loader`,
-// `zero_grad`, `host_tensor`, `eval_loop`, `optimizer`.
+// `zero_grad`, `host_tensor`, `blocking_copy`, `eval_loop`, `optimizer`, `debug_mode`,
+// `ddp_accumulation`, and those of annotate_setup.
 void annotate_nodes(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file);
+
+// The nodes of the rules on how a script sets up its run (program_setup.cpp):
+// `data_parallel`, `fp32_training`. `trains`: a loop of the file trains.
+void annotate_setup(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file, bool trains);
 
 }  // namespace mlsem::python::program

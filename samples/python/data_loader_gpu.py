@@ -27,7 +27,7 @@ def train(model, train_set, val_set, args, loader_kwargs, epochs=10):
     for epoch in range(epochs):
         for images, labels in train_loader:
             images, labels = images.to(device), labels.to(device)
-            loss = F.cross_entropy(model(images), labels)
+            loss = F.cross_entropy(model(images), labels)  # expect: PRC001
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

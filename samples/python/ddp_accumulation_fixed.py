@@ -17,7 +17,7 @@ def train(model, loader, optimizer, accum_steps, rank):
     for i, (x, y) in enumerate(loader):
         last = (i + 1) % accum_steps == 0
         with contextlib.nullcontext() if last else model.no_sync():
-            loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)) / accum_steps
+            loss = F.cross_entropy(model(x.cuda(rank)), y.cuda(rank)) / accum_steps  # expect: PRC001
             loss.backward()  # ok: TRN002
         if (i + 1) % accum_steps == 0:
             optimizer.step()

@@ -37,7 +37,7 @@ def train(model, loader, optimizer, args):
     model.cuda()
     for x, y in loader:
         with torch.autograd.detect_anomaly():  # expect: DBG001
-            loss = F.cross_entropy(model(x.cuda()), y.cuda())
+            loss = F.cross_entropy(model(x.cuda()), y.cuda())  # expect: PRC001
             loss.backward()
         optimizer.step()
         optimizer.zero_grad()

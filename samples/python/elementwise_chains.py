@@ -36,7 +36,7 @@ class FiLMBlock(nn.Module):
 
     def forward(self, x, cond):
         gamma, beta = self.to_gamma_beta(cond).chunk(2, dim=-1)
-        h = self.norm(self.conv(x))
+        h = self.norm(self.conv(x))  # expect: LAY001
         h = h * gamma[:, :, None, None]
         h = h + beta[:, :, None, None]
         h = torch.relu(h)  # expect: FUS003

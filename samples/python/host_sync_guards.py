@@ -35,7 +35,7 @@ def train_epoch(model, loader, optimizer, device, log_interval=50, tol=1e-4):
     correct = torch.zeros((), device=device)
     for i, (images, labels) in enumerate(loader):
         images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-        logits = model(images)
+        logits = model(images)  # expect: PRC001
         loss = F.cross_entropy(logits, labels)
         if i == 0:
             print("first loss", loss.item())  # ok: SYN001

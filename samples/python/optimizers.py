@@ -25,7 +25,7 @@ def train(model, loader, device, cfg, extra):
     model.to(device)
     optimizer = make_optimizers(model, cfg, extra)[0]
     for x, y in loader:
-        loss = F.cross_entropy(model(x.to(device)), y.to(device))
+        loss = F.cross_entropy(model(x.to(device)), y.to(device))  # expect: PRC001
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()

@@ -16,7 +16,7 @@ def train(model, loader):
     model.to(device)
     optimizer = optim.Adam(model.parameters(), lr=1e-3)  # ok: OPT001
     for x, y in loader:
-        loss = F.cross_entropy(model(x.to(device)), y.to(device))
+        loss = F.cross_entropy(model(x.to(device)), y.to(device))  # expect: PRC001
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()

@@ -21,7 +21,7 @@ def train(model, train_set, val_set, raw_set, optimizer, device):
     for x, y in train_loader:
         x = x.to(device)  # expect: PLC002
         y = y.cuda()  # expect: PLC002
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(model(x), y)  # expect: PRC001
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()

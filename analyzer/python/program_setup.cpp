@@ -1,0 +1,248 @@
+// The nodes of the training rules that judge how a script sets up its run, not a step
+// (docs/IR.md, "Program facts"): single-process nn.DataParallel (`data_parallel`), a GPU
+// training loop with no reduced precision anywhere in the file (`fp32_training`), and the
+// biased layers of files whose parameter names published checkpoints fix.
+#include <cctype>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "python/program_util.h"
+
+namespace mlsem::python::program {
+namespace {
+
+// Whether `n` sits in a block that also warns about it (`logger.warning("DP not
+// recommended, use ... DDP")`, warnings.warn, print): the code already says so.
+bool warned_beside(const Syntax& S, const SourceFile& f, TSNode n) {
+  TSNode block = ts_node_parent(n);
+  while (!ts_node_is_null(block) && ts_node_symbol(block) != S.block && ts_node_symbol(block) != S.module)
+    block = ts_node_parent(block);
+  if (ts_node_is_null(block) || ts_node_symbol(block) == S.module) return false;
+  std::string body = lower_ascii(text_of(block, f.text));
+  bool warns = contains(body, "warn") || contains(body, "print(") || contains(body, "log");
+  return warns && (contains(body, "ddp") || contains(body, "distributed") || contains(body, "not recommended"));
+}
+
+// `nn.DataParallel(model)` in a script (a `__main__` guard or argparse) that trains on a
+// GPU: a `data_parallel` node each.
+// DataParallel runs one Python thread per GPU in one process, scatters every batch and
+// gathers every output through GPU 0, and copies the weights to every GPU on every
+// forward; DistributedDataParallel (one process per GPU) does none of that.
+void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool trains) {
+  std::string_view t = file.text;
+  if (!contains(t, "DataParallel(")) return;
+  // A training script: a library's wrapper (a Trainer class) leaves the launch to its callers.
+  if (!trains || (!contains(t, "__main__") && !contains(t, "argparse"))) return;
+  bool ddp_too = contains(t, "DistributedDataParallel");
+  each_call_to(S, file, root, "DataParallel", [&](TSNode n, std::string_view callee) {
+    if (callee != "DataParallel" && !callee.ends_with("nn.DataParallel") && !callee.ends_with("parallel.DataParallel"))
+      return;
+    TSNode args = field(n, S.f_arguments);
+    if (ts_node_is_null(args) || ts_node_named_child_count(args) == 0) return;
+    // device_ids=[one] or output_device alone: one GPU, where DataParallel calls the module directly.
+    std::string ids = keyword(S, file, args, "device_ids");
+    if (ids == "**") return;
+    if (!ids.empty() && ids.front() == '[' && !contains(ids, ",") && !contains(ids, " for ")) return;
+    ir::Node* node = add_node(out, range_of(n), "data_parallel");
+    if (!node) return;
+    node->attrs["model"] = std::string(text_of(ts_node_named_child(args, 0), t));
+    if (ddp_too) node->attrs["ddp_beside"] = true;
+    if (warned_beside(S, file, n)) node->attrs["warned"] = true;
+  });
+}
+
+// Whether `n` is prose: a comment, or inside a docstring (a string that is a statement
+// of its own).
+bool prose(const Syntax& S, TSNode n) {
+  if (ts_node_symbol(n) == S.comment) return true;
+  for (TSNode p = n; !ts_node_is_null(p); p = ts_node_parent(p)) {
+    if (ts_node_symbol(p) != S.string) continue;
+    TSNode up = ts_node_parent(p);
+    return !ts_node_is_null(up) && ts_node_symbol(up) == S.expression_statement && ts_node_named_child_count(up) == 1;
+  }
+  return false;
+}
+
+// Whether the file chooses a number format anywhere, in code or strings (not comments or
+// docstrings):
+// autocast, GradScaler, .half(), bf16/fp16 flags (`--amp`, `use_fp16`), a trainer's
+// precision= or mixed_precision=, a framework that sets it (Accelerate, DeepSpeed,
+// Fabric), or float64 work (numerics that may need fp32 throughout). Words are read as
+// the lower-case runs of letters and digits (`use_amp` holds `amp`).
+bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
+  static constexpr std::string_view kWords[] = {"autocast", "gradscaler", "scaler", "float16", "bfloat16", "bf16",
+                                                "fp16", "half", "amp", "precision", "accelerator", "deepspeed",
+                                                "fabric", "float64", "double", "int8", "fp8", "quantize"};
+  std::string_view t = f.text;
+  for (size_t i = 0; i < t.size();) {
+    if (!std::isalnum(static_cast<unsigned char>(t[i]))) {
+      ++i;
+      continue;
+    }
+    size_t b = i;
+    while (i < t.size() && std::isalnum(static_cast<unsigned char>(t[i]))) ++i;
+    if (i - b > 10 || i - b < 3) continue;
+    std::string w = lower_ascii(t.substr(b, i - b));
+    bool hit = false;
+    for (std::string_view k : kWords) hit |= w == k;
+    if (!hit) continue;
+    TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(b), static_cast<uint32_t>(i));
+    if (!ts_node_is_null(n) && !prose(S, n)) return true;
+  }
+  return false;
+}
+
+// The names a training function calls as a model: `model`, `net`, `self.model`, and what
+// it puts in training mode (`student.train()` -> `student`).
+std::vector<std::string> trained_models(std::string_view fn_text) {
+  std::vector<std::string> names = {"model", "net", "self.model"};
+  for (size_t at = fn_text.find(".train()"); at != std::string_view::npos; at = fn_text.find(".train()", at + 1)) {
+    size_t b = at;
+    while (b > 0 && (word_byte(fn_text[b - 1]) || fn_text[b - 1] == '.')) --b;
+    if (b < at) names.emplace_back(fn_text.substr(b, at - b));
+  }
+  return names;
+}
+
+// The first call of one of `models` within `scope`: `model(x)`, `self.model(x)`.
+TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const std::vector<std::string>& models,
+                        TSNode scope) {
+  TSNode first{};
+  for (const std::string& m : models) {
+    each_call_to(S, f, root, last_part(m), [&](TSNode call, std::string_view callee) {
+      if (callee != m) return;
+      if (ts_node_is_null(first) || ts_node_start_byte(call) < ts_node_start_byte(first)) first = call;
+    }, scope);
+  }
+  return first;
+}
+
+// The for/while statement a loop region spans.
+TSNode loop_at(const Syntax& S, TSNode root, const Range& r) {
+  TSNode n = ts_node_descendant_for_byte_range(root, r.begin_byte, r.end_byte);
+  while (!ts_node_is_null(n) && ts_node_symbol(n) != S.for_statement && ts_node_symbol(n) != S.while_statement)
+    n = ts_node_parent(n);
+  return n;
+}
+
+// Whether the script runs on the GPU only when asked: an argparse flag such as `--cuda`
+// or `--accel` with action="store_true", or a device option whose default is "cpu".
+bool gpu_opt_in(const Syntax& S, const SourceFile& f, TSNode root) {
+  bool opt_in = false;
+  each_call_to(S, f, root, "add_argument", [&](TSNode call, std::string_view) {
+    TSNode args = field(call, S.f_arguments);
+    std::vector<TSNode> a = named_children(args, S.comment);
+    if (a.empty() || ts_node_symbol(a[0]) != S.string) return;
+    std::string flag = lower_ascii(text_of(a[0], f.text));
+    std::string dflt = lower_ascii(keyword(S, f, args, "default"));
+    if (dflt == "\"cpu\"" || dflt == "'cpu'") opt_in = true;
+    std::string action = keyword(S, f, args, "action");
+    if (!contains(action, "store_true") || contains(flag, "no-") || contains(flag, "no_")) return;
+    for (std::string_view w : {"cuda", "accel", "gpu"})
+      if (contains(flag, w)) opt_in = true;
+  });
+  return opt_in;
+}
+
+// Whether `n` runs under `with torch.no_grad():` (or inference_mode) inside `scope`.
+bool grad_off_within(const Syntax& S, const SourceFile& f, TSNode n, TSNode scope) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p)) {
+    if (ts_node_symbol(p) != S.with_statement) continue;
+    TSNode body = field(p, S.f_body);
+    std::string_view head = std::string_view(f.text).substr(
+        ts_node_start_byte(p), (ts_node_is_null(body) ? ts_node_end_byte(p) : ts_node_start_byte(body)) - ts_node_start_byte(p));
+    if (contains(head, "no_grad") || contains(head, "inference_mode")) return true;
+  }
+  return false;
+}
+
+// A GPU training file that never chooses a number format (chooses_precision): an
+// `fp32_training` node at the first model call of its first training-step loop (the
+// backward() call when no model call is found), once per file, with whether the file
+// turns on TF32 for fp32 matmuls.
+void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  std::string_view t = file.text;
+  // FSDP and tensor parallelism set precision through their own policy (MixedPrecision,
+  // MixedPrecisionPolicy), not autocast; an RPC trainer runs its model across processes.
+  for (std::string_view w : {"fully_shard", "FullyShardedDataParallel", "parallelize_module", "distributed.rpc",
+                             "distributed import rpc"})
+    if (contains(t, w)) return;
+  if (contains(lower_ascii(t), "fsdp")) return;
+  if (chooses_precision(S, file, root)) return;
+  bool tf32 = contains(t, "allow_tf32") || contains(t, "set_float32_matmul_precision");
+  bool opt_in = gpu_opt_in(S, file, root);
+  // Datasets of 28x28 or 32x32 images: the models trained on them are small.
+  std::string_view toy;
+  for (std::string_view d : {"FashionMNIST", "KMNIST", "MNIST", "CIFAR100", "CIFAR10", "SVHN"})
+    if (toy.empty() && contains(t, std::string(d) + "(")) toy = d;
+  for (ir::Function& fn : out.functions) {
+    if (!fn.range.valid()) continue;
+    for (const ir::Region& reg : fn.regions) {
+      if (reg.kind != "loop" || !reg.range.valid() || !flag_of(reg, "innermost_training")) continue;
+      // A loop of an inlined callee is reported in that function.
+      if (reg.range.begin_byte < fn.range.begin_byte || reg.range.end_byte > fn.range.end_byte) continue;
+      TSNode loop = loop_at(S, root, reg.range);
+      if (ts_node_is_null(loop)) continue;
+      // The loop calls `loss.backward()` itself: a wrapper's `optimizer.backward(loss)`
+      // (fairseq's FP16Optimizer, Accelerate, apex) manages the precision elsewhere.
+      bool own_backward = false;
+      each_call_to(S, file, root, "backward", [&](TSNode call, std::string_view callee) {
+        TSNode args = field(call, S.f_arguments);
+        bool positional = false;
+        for (TSNode a : named_children(args, S.comment)) positional |= ts_node_symbol(a) != S.keyword_argument;
+        own_backward |= callee != "backward" && !positional;
+      }, loop);
+      if (!own_backward) continue;
+      TSNode at = first_model_call(S, file, root, trained_models(file.slice(fn.range)), loop);
+      if (ts_node_is_null(at))
+        each_call_to(S, file, root, "backward", [&](TSNode call, std::string_view) {
+          if (ts_node_is_null(at)) at = call;
+        }, loop);
+      if (ts_node_is_null(at)) continue;
+      // The model called first runs without autograd (a frozen backbone): what trains is
+      // another, perhaps small, module.
+      if (grad_off_within(S, file, at, loop)) continue;
+      ir::Node* node = add_node(out, range_of(at), "fp32_training");
+      if (!node) continue;
+      node->attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
+      if (tf32) node->attrs["tf32"] = true;
+      if (!toy.empty()) node->attrs["toy_data"] = std::string(toy);
+      if (opt_in) node->attrs["gpu_opt_in"] = true;
+      return;  // once per file: the number format is the script's choice
+    }
+  }
+}
+
+// Whether the file builds models that load published weights (pretrained=, a weights
+// URL, from_pretrained, load_state_dict, a checkpoint): their parameter names are fixed
+// by checkpoints that already exist.
+bool loads_weights(std::string_view t) {
+  std::string text = lower_ascii(t);
+  for (std::string_view w : {"pretrained", "load_state_dict", "model_urls", "load_url", "hf_hub", "checkpoint", "weights="})
+    if (contains(text, w)) return true;
+  return false;
+}
+
+// Marks the Linear and Conv layers with a bias in a file that loads published weights
+// (`checkpoint_names`): dropping a parameter breaks loading those checkpoints strictly.
+void mark_checkpointed_layers(const SourceFile& file, ir::Module& out) {
+  if (!loads_weights(file.text)) return;
+  for (ir::Function& fn : out.functions)
+    for (ir::Node& n : fn.nodes)
+      if (n.op == "conv" || n.op == "linear") {
+        const ir::Attr* bias = n.attr("bias");
+        if (bias && std::get_if<bool>(bias) && std::get<bool>(*bias)) n.attrs["checkpoint_names"] = true;
+      }
+}
+
+}  // namespace
+
+void annotate_setup(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file, bool trains) {
+  const Syntax& S = Syntax::get();
+  mark_checkpointed_layers(file, out);
+  if (gpu_file) annotate_data_parallel(S, file, root, out, trains);
+  if (gpu_file && trains) annotate_fp32_training(S, file, root, out);
+}
+
+}  // namespace mlsem::python::program
