@@ -227,13 +227,15 @@ bool loads_weights(std::string_view t) {
 // Marks the Linear and Conv layers with a bias in a file that loads published weights
 // (`checkpoint_names`): dropping a parameter breaks loading those checkpoints strictly.
 void mark_checkpointed_layers(const SourceFile& file, ir::Module& out) {
-  if (!loads_weights(file.text)) return;
+  int loads = -1;  // read the text only when a biased layer is there
   for (ir::Function& fn : out.functions)
-    for (ir::Node& n : fn.nodes)
-      if (n.op == "conv" || n.op == "linear") {
-        const ir::Attr* bias = n.attr("bias");
-        if (bias && std::get_if<bool>(bias) && std::get<bool>(*bias)) n.attrs["checkpoint_names"] = true;
-      }
+    for (ir::Node& n : fn.nodes) {
+      if (n.op != "conv" && n.op != "linear") continue;
+      const ir::Attr* bias = n.attr("bias");
+      if (!bias || !std::get_if<bool>(bias) || !std::get<bool>(*bias)) continue;
+      if (loads < 0) loads = loads_weights(file.text);
+      if (loads) n.attrs["checkpoint_names"] = true;
+    }
 }
 
 }  // namespace
