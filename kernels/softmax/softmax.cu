@@ -142,166 +142,88 @@ __global__ void softmax_cluster(const T* x, T* y, int64_t cols, int64_t chunk) {
   }
 }
 
-// The (max, sum) of a row split over a cluster, from this block's chunk v: each block
-// reduces its chunk, publishes the pair in stat[slot] of its shared memory, and after a
-// cluster barrier reads every block's pair through distributed shared memory. Returns the
-// merged pair in every thread. With two slots used alternately, one barrier per row is
-// enough: a block writes stat[slot] again two rows later, after the next row's barrier,
-// which every block reaches only once it has read this row's pairs.
-// Makes the packs opaque to the compiler: the 16-bit values are converted to float again
-// in the next loop (one ALU op each) rather than kept converted in twice the registers.
-template <class T, int PPT>
-__device__ __forceinline__ void launder(Pack<T> (&v)[PPT]) {
+// The same split, leaner per block: exp(x - block max) computed once per element and kept
+// in float registers for the output (one MUFU op per element instead of two; the output is
+// e * 2^(block max - row max) / sum), max and sum taken as trees rather than one dependent
+// chain, the block size a compile-time THREADS, and the second cluster barrier, which only
+// keeps each block's shared memory alive until the others have read it, split: arrive
+// after the reads, wait after the stores. 95 registers at 8 bf16 packs (the first kernel 94).
+// Taken only where it was measured to win (launch_softmax_cluster).
+template <class T>
+__device__ __forceinline__ float pack_max(const Pack<T>& p) {
+  float m[kPack<T>];
 #pragma unroll
-  for (int i = 0; i < PPT; ++i) asm volatile("" : "+r"(v[i].raw.x), "+r"(v[i].raw.y), "+r"(v[i].raw.z), "+r"(v[i].raw.w));
+  for (int j = 0; j < kPack<T>; ++j) m[j] = p[j];
+#pragma unroll
+  for (int w = kPack<T> / 2; w > 0; w /= 2)
+#pragma unroll
+    for (int j = 0; j < w; ++j) m[j] = fmaxf(m[j], m[j + w]);
+  return m[0];
 }
-
-template <class T, int PPT>
-__device__ __forceinline__ MaxSum cluster_row_stats(Pack<T> (&v)[PPT], float2* stat, int slot) {
-  namespace cg = cooperative_groups;
-  constexpr int P = kPack<T>;
-  cg::cluster_group cluster = cg::this_cluster();
-  float m = -INFINITY;
+template <int N>
+__device__ __forceinline__ float tree_sum(float (&a)[N]) {
 #pragma unroll
-  for (int i = 0; i < PPT; ++i)
+  for (int w = N / 2; w > 0; w /= 2)
 #pragma unroll
-    for (int j = 0; j < P; ++j) m = fmaxf(m, v[i][j]);
-  if constexpr (sizeof(T) == 2) launder(v);
-  m = block_max(m);
-  float s = 0.f;
-  if (m != -INFINITY) {
-#pragma unroll
-    for (int i = 0; i < PPT; ++i)
-#pragma unroll
-      for (int j = 0; j < P; ++j) s += fast_exp2((v[i][j] - m) * kLog2e);
-  }
-  if constexpr (sizeof(T) == 2) launder(v);
-  s = block_sum(s);
-  if (threadIdx.x == 0) stat[slot] = make_float2(m, s);
-  cluster.sync();  // every block's pair is published
-  MaxSum tot;
-  const int lane = threadIdx.x & 31;
-  if (lane < (int)cluster.num_blocks()) {
-    const float2 p = *cluster.map_shared_rank(&stat[slot], lane);
-    tot = {p.x, p.y};
-  }
-  return warp_merge(tot);
+    for (int j = 0; j < w; ++j) a[j] += a[j + w];
+  return a[0];
 }
 
 template <class T, int PPT, int THREADS, bool VEC>
-__device__ __forceinline__ void write_chunk(Pack<T> (&v)[PPT], T* yr, int64_t n, MaxSum tot) {
+__global__ void __launch_bounds__(THREADS) softmax_cluster_kept(const T* x, T* y, int64_t cols, int64_t chunk) {
+  namespace cg = cooperative_groups;
   constexpr int P = kPack<T>;
-  const float inv = 1.f / tot.s;
+  static_assert((PPT & (PPT - 1)) == 0 && (P & (P - 1)) == 0, "trees over powers of two");
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned rank = cluster.block_rank(), blocks = cluster.num_blocks();
+  const int64_t row = blockIdx.x / blocks, c0 = rank * chunk;
+  const int64_t n = c0 < cols ? (cols - c0 < chunk ? cols - c0 : chunk) : 0;  // this block's columns
+  const T* xr = x + row * cols + c0;
+  T* yr = y + row * cols + c0;
+  Pack<T> v[PPT];
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) v[i] = load_pack<VEC>(xr, int64_t(i * THREADS + threadIdx.x) * P, n, -INFINITY);
+  float pm[PPT];
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) pm[i] = pack_max(v[i]);
+#pragma unroll
+  for (int w = PPT / 2; w > 0; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w; ++i) pm[i] = fmaxf(pm[i], pm[i + w]);
+  const float m = block_max(pm[0]);
+  const float ml = m == -INFINITY ? 0.f : m * kLog2e;  // a chunk of padding alone: every exp is 0
+  float e[PPT][P], ps[PPT];
 #pragma unroll
   for (int i = 0; i < PPT; ++i) {
 #pragma unroll
-    for (int j = 0; j < P; ++j) v[i].set(j, fast_exp2((v[i][j] - tot.m) * kLog2e) * inv);
+    for (int j = 0; j < P; ++j) e[i][j] = fast_exp2(fmaf(v[i][j], kLog2e, -ml));  // padding holds -inf: 0
+    float t[P];
+#pragma unroll
+    for (int j = 0; j < P; ++j) t[j] = e[i][j];
+    ps[i] = tree_sum(t);
+  }
+  const float s = block_sum(tree_sum(ps));
+  __shared__ float2 stat;
+  if (threadIdx.x == 0) stat = make_float2(m, s);
+  cluster.sync();  // every block's pair is published
+  const int lane = threadIdx.x & 31;
+  MaxSum tot;
+  if (lane < (int)blocks) {
+    const float2 p = *cluster.map_shared_rank(&stat, lane);
+    tot = {p.x, p.y};
+  }
+  tot = warp_merge(tot);
+  // This block is done reading the others' shared memory; it waits for them to be done
+  // with its own only before it leaves.
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  const float scale = fast_exp2((m - tot.m) * kLog2e) / tot.s;  // 0 for a chunk of padding alone
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) {
+#pragma unroll
+    for (int j = 0; j < P; ++j) v[i].set(j, e[i][j] * scale);
     store_pack<VEC>(yr, int64_t(i * THREADS + threadIdx.x) * P, n, v[i]);
   }
-}
-
-// Long rows, persistent: as many clusters as fit on the GPU at once, each walking rows
-// first, first + clusters, ...; each block keeps its chunk of two rows in registers, and
-// loads the next row's chunk before the current row's reductions and cluster barrier, so
-// those loads are in flight while the block waits.
-template <class T, int PPT, int THREADS, bool VEC>
-__global__ void __launch_bounds__(THREADS) softmax_cluster_persistent(const T* x, T* y, int64_t rows, int64_t cols, int64_t chunk) {
-  namespace cg = cooperative_groups;
-  constexpr int P = kPack<T>;
-  cg::cluster_group cluster = cg::this_cluster();
-  const unsigned rank = cluster.block_rank(), blocks = cluster.num_blocks();
-  const int64_t first = blockIdx.x / blocks, stride = gridDim.x / blocks, c0 = rank * chunk;
-  const int64_t n = c0 < cols ? (cols - c0 < chunk ? cols - c0 : chunk) : 0;
-  __shared__ float2 stat[2];
-  Pack<T> a[PPT], b[PPT];
-  auto load = [&](Pack<T>(&v)[PPT], int64_t row) {
-    const T* xr = x + row * cols + c0;
-#pragma unroll
-    for (int i = 0; i < PPT; ++i) v[i] = load_pack<VEC>(xr, int64_t(i * THREADS + threadIdx.x) * P, n, -INFINITY);
-  };
-  if (first < rows) load(a, first);
-  for (int64_t row = first; row < rows; row += 2 * stride) {
-    const int64_t r1 = row + stride, r2 = r1 + stride;
-    if (r1 < rows) load(b, r1);
-    write_chunk<T, PPT, THREADS, VEC>(a, y + row * cols + c0, n, cluster_row_stats<T, PPT>(a, stat, 0));
-    if (r1 >= rows) break;
-    if (r2 < rows) load(a, r2);
-    write_chunk<T, PPT, THREADS, VEC>(b, y + r1 * cols + c0, n, cluster_row_stats<T, PPT>(b, stat, 1));
-  }
-  cluster.sync();  // no block leaves (freeing its shared memory) while others read it
-}
-
-// ---- mbarriers and the bulk copy engine (sm_90) ----
-__device__ __forceinline__ void bulk_mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void bulk_mbar_wait(uint32_t bar, int parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nwait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-// `bytes` from global `src` into shared `dst` (both 16-byte aligned, bytes a multiple of
-// 16), completing on the mbarrier `bar`, whose arrival expects them.
-__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-
-// Long rows, persistent, loads through the bulk copy engine: each block of a cluster keeps
-// `stages` of its chunks (rows first, first + clusters, ...) in flight into shared memory,
-// one thread issuing one bulk copy per chunk; the block takes a chunk into registers, frees
-// the stage for the copy of the row `stages` ahead, and reduces and writes as above. Needs
-// 16-byte aligned rows (VEC).
-template <class T, int PPT, int THREADS>
-__global__ void __launch_bounds__(THREADS) softmax_cluster_bulk(const T* x, T* y, int64_t rows, int64_t cols, int64_t chunk, int stages) {
-  namespace cg = cooperative_groups;
-  constexpr int P = kPack<T>;
-  extern __shared__ __align__(128) unsigned char smem[];  // `stages` chunks, then `stages` mbarriers
-  cg::cluster_group cluster = cg::this_cluster();
-  const unsigned rank = cluster.block_rank(), blocks = cluster.num_blocks();
-  const int64_t first = blockIdx.x / blocks, stride = gridDim.x / blocks, c0 = rank * chunk;
-  const int64_t n = c0 < cols ? (cols - c0 < chunk ? cols - c0 : chunk) : 0;
-  const uint32_t bytes = static_cast<uint32_t>(n * sizeof(T)), stage_bytes = static_cast<uint32_t>(chunk * sizeof(T));
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const uint32_t bars = base + stages * stage_bytes;
-  __shared__ float2 stat[2];
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) bulk_mbar_init(bars + 8 * s, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    for (int s = 0; s < stages && first + s * stride < rows; ++s)
-      if (bytes) bulk_load(base + s * stage_bytes, x + (first + s * stride) * cols + c0, bytes, bars + 8 * s);
-  }
-  __syncthreads();  // the barriers are initialized
-  int k = 0;
-  for (int64_t row = first; row < rows; row += stride, ++k) {
-    const int s = k % stages;
-    if (bytes) bulk_mbar_wait(bars + 8 * s, (k / stages) & 1);
-    const uint4* st = reinterpret_cast<const uint4*>(smem + s * stage_bytes);
-    Pack<T> v[PPT];
-#pragma unroll
-    for (int i = 0; i < PPT; ++i) {
-      const int p = i * THREADS + threadIdx.x;
-      if (int64_t(p) * P < n) {
-        v[i].raw = st[p];
-      } else {
-#pragma unroll
-        for (int j = 0; j < P; ++j) v[i].set(j, -INFINITY);
-      }
-    }
-    __syncthreads();  // every thread has its packs of stage s: refill it
-    const int64_t ahead = row + int64_t(stages) * stride;
-    if (threadIdx.x == 0 && ahead < rows && bytes) {
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      bulk_load(base + s * stage_bytes, x + ahead * cols + c0, bytes, bars + 8 * s);
-    }
-    write_chunk<T, PPT, THREADS, true>(v, y + row * cols + c0, n, cluster_row_stats<T, PPT>(v, stat, k & 1));
-  }
-  cluster.sync();  // no block leaves (freeing its shared memory) while others read it
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
 constexpr int kClusterPacks = 8;  // packs per thread in the cluster kernel
@@ -320,35 +242,12 @@ int softmax_cluster_size() {
   return size;
 }
 
-// Experiment knobs (environment, read once): MLSEM_KERNELS_SOFTMAX_LONG picks the long-row
-// kernel (0 one cluster per row, 1 persistent, 2 persistent with bulk copies);
-// MLSEM_KERNELS_SOFTMAX_PPT the packs a thread (4 or 8); MLSEM_KERNELS_SOFTMAX_STAGES the
-// bulk kernel's stages; MLSEM_KERNELS_SOFTMAX_GRID the persistent kernels' clusters (0: as
-// many as fit at once).
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-struct LongRowKnobs {
-  int kind, ppt, stages, grid;
-};
-const LongRowKnobs& long_row_knobs() {
-  static const LongRowKnobs k = [] {
-    LongRowKnobs k{env_int("MLSEM_KERNELS_SOFTMAX_LONG", 0), env_int("MLSEM_KERNELS_SOFTMAX_PPT", 8) == 4 ? 4 : 8,
-                   env_int("MLSEM_KERNELS_SOFTMAX_STAGES", 3), env_int("MLSEM_KERNELS_SOFTMAX_GRID", 0)};
-    if (k.kind == 0) k.ppt = kClusterPacks;
-    if (k.stages < 1) k.stages = 1;
-    return k;
-  }();
-  return k;
-}
-
-template <class Kernel, class... Args>
-cudaError_t launch_clustered(Kernel kernel, int64_t clusters, int cluster, int threads, size_t smem, cudaStream_t s,
-                             bool persistent, int grid_override, Args... args) {
+template <class T>
+cudaError_t launch_clustered(void (*kernel)(const T*, T*, int64_t, int64_t), int64_t rows, int cluster, int threads,
+                             cudaStream_t s, const T* x, T* y, int64_t cols, int64_t chunk) {
   cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(rows * cluster));
   cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -361,61 +260,35 @@ cudaError_t launch_clustered(Kernel kernel, int64_t clusters, int cluster, int t
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess) return e;
   }
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess) return e;
-  }
-  if (persistent) {
-    int fit = 0;
-    cfg.gridDim = dim3(static_cast<unsigned>(cluster));
-    const cudaError_t e = cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg);
-    if (e != cudaSuccess) return e;
-    if (grid_override > 0) fit = grid_override;
-    if (fit < 1) return cudaErrorInvalidConfiguration;
-    if (clusters > fit) clusters = fit;
-  }
-  cfg.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
+  return cudaLaunchKernelEx(&cfg, kernel, x, y, cols, chunk);
 }
 
-// The persistent kernels' block sizes: THREADS threads of PPT packs cover a chunk of up to
-// THREADS * PPT packs. Returns false when no instantiation covers the plan's chunk.
-template <class T, bool VEC>
-bool launch_persistent(const T* x, T* y, int64_t rows, int64_t cols, const SplitPlan& plan, int ppt, int kind,
-                       int stages, int grid, cudaStream_t s, cudaError_t* e) {
-  const int t = plan.threads;
-  const int C = plan.cluster;
-  if (kind == 2 && VEC) {
-    const size_t smem = size_t(stages) * plan.chunk * sizeof(T) + 8 * stages;
-    if (ppt == 8 && t <= 128)
-      *e = launch_clustered(softmax_cluster_bulk<T, 8, 128>, rows, C, 128, smem, s, true, grid, x, y, rows, cols, plan.chunk, stages);
-    else if (ppt == 8 && t <= 256)
-      *e = launch_clustered(softmax_cluster_bulk<T, 8, 256>, rows, C, 256, smem, s, true, grid, x, y, rows, cols, plan.chunk, stages);
-    else if (ppt == 4 && t <= 256)
-      *e = launch_clustered(softmax_cluster_bulk<T, 4, 256>, rows, C, 256, smem, s, true, grid, x, y, rows, cols, plan.chunk, stages);
-    else
-      return false;
-    return true;
-  }
-  if (ppt == 8 && t <= 128)
-    *e = launch_clustered(softmax_cluster_persistent<T, 8, 128, VEC>, rows, C, 128, 0, s, true, grid, x, y, rows, cols, plan.chunk);
-  else if (ppt == 8 && t <= 256)
-    *e = launch_clustered(softmax_cluster_persistent<T, 8, 256, VEC>, rows, C, 256, 0, s, true, grid, x, y, rows, cols, plan.chunk);
-  else if (ppt == 4 && t <= 256)
-    *e = launch_clustered(softmax_cluster_persistent<T, 4, 256, VEC>, rows, C, 256, 0, s, true, grid, x, y, rows, cols, plan.chunk);
-  else
-    return false;
-  return true;
+// Whether long rows take the lean cluster kernel: only with MLSEM_KERNELS_SOFTMAX_LONG=1
+// (environment, read once; an experiment, off by default: it won on an H200 and lost on an H100).
+bool softmax_lean_allowed() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("MLSEM_KERNELS_SOFTMAX_LONG");
+    return v && *v && std::atoi(v) == 1;
+  }();
+  return allowed;
 }
 
+// The lean kernel, where asked for, only for 16-bit rows split over 16 blocks of 128 threads
+// (bf16 columns in (98304, 131072]). At 1024x131072 bf16 it took 0.2012-0.2017 ms against
+// 0.2057-0.2079 for the first kernel on an H200, but 0.2404-0.2413 against 0.2358-0.2367 on
+// an H100 (1024x131071, unaligned: 0.7146 against 0.7190 ms on the H200, 0.9036 against
+// 0.8517 on the H100); with 256-thread blocks it lost on the H200 too (256x262144: 0.1380
+// against 0.1303 ms; 4 packs a thread at 1024x131072: 0.2146-0.2159).
 template <class T, bool VEC>
 cudaError_t launch_softmax_cluster(const T* x, T* y, int64_t rows, int64_t cols, const SplitPlan& plan,
                                    cudaStream_t s) {
-  const LongRowKnobs& k = long_row_knobs();
-  cudaError_t e = cudaSuccess;
-  if (k.kind >= 1 && launch_persistent<T, VEC>(x, y, rows, cols, plan, k.ppt, k.kind, k.stages, k.grid, s, &e)) return e;
-  return launch_clustered(softmax_cluster<T, kClusterPacks, VEC>, rows, plan.cluster, plan.threads, 0, s, false, 0, x,
-                          y, cols, plan.chunk);
+  if constexpr (sizeof(T) == 2) {
+    if (plan.cluster == 16 && plan.threads == 128 && softmax_lean_allowed())
+      return launch_clustered(softmax_cluster_kept<T, kClusterPacks, 128, VEC>, rows, plan.cluster, 128, s, x, y,
+                              cols, plan.chunk);
+  }
+  return launch_clustered(softmax_cluster<T, kClusterPacks, VEC>, rows, plan.cluster, plan.threads, s, x, y, cols,
+                          plan.chunk);
 }
 
 // Launches with the preferred cluster size; a GPU that refuses a non-portable cluster gets 8.
@@ -424,7 +297,7 @@ cudaError_t softmax_long_rows(const T* x, T* y, int64_t rows, int64_t cols, cons
   cudaError_t e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, plan, s);
   if (e != cudaSuccess && plan.cluster > kMaxCluster) {
     (void)cudaGetLastError();  // clear the refused launch
-    const SplitPlan portable = plan_cached_split(cols, kPack<T>, long_row_knobs().ppt, kMaxThreadsAt8Packs, kMaxCluster);
+    const SplitPlan portable = plan_cached_split(cols, kPack<T>, kClusterPacks, kMaxThreadsAt8Packs, kMaxCluster);
     if (portable.cluster > 0) e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, portable, s);
   }
   return e;
@@ -440,7 +313,7 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
     if (!cached_launches<softmax_cached<T, 8, VEC>>(plan)) {
-      const SplitPlan split = plan_cached_split(cols, kPack<T>, long_row_knobs().ppt, kMaxThreadsAt8Packs, softmax_cluster_size());
+      const SplitPlan split = plan_cached_split(cols, kPack<T>, kClusterPacks, kMaxThreadsAt8Packs, softmax_cluster_size());
       if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31) &&
           split.threads <= max_block_threads<softmax_cluster<T, kClusterPacks, VEC>>()) {
         MLSEM_TRY((softmax_long_rows<T, VEC>(x, y, rows, cols, split, s)));
