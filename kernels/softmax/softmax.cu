@@ -142,90 +142,6 @@ __global__ void softmax_cluster(const T* x, T* y, int64_t cols, int64_t chunk) {
   }
 }
 
-// The same split, leaner per block: exp(x - block max) computed once per element and kept
-// in float registers for the output (one MUFU op per element instead of two; the output is
-// e * 2^(block max - row max) / sum), max and sum taken as trees rather than one dependent
-// chain, the block size a compile-time THREADS, and the second cluster barrier, which only
-// keeps each block's shared memory alive until the others have read it, split: arrive
-// after the reads, wait after the stores. 95 registers at 8 bf16 packs (the first kernel 94).
-// Taken only where it was measured to win (launch_softmax_cluster).
-template <class T>
-__device__ __forceinline__ float pack_max(const Pack<T>& p) {
-  float m[kPack<T>];
-#pragma unroll
-  for (int j = 0; j < kPack<T>; ++j) m[j] = p[j];
-#pragma unroll
-  for (int w = kPack<T> / 2; w > 0; w /= 2)
-#pragma unroll
-    for (int j = 0; j < w; ++j) m[j] = fmaxf(m[j], m[j + w]);
-  return m[0];
-}
-template <int N>
-__device__ __forceinline__ float tree_sum(float (&a)[N]) {
-#pragma unroll
-  for (int w = N / 2; w > 0; w /= 2)
-#pragma unroll
-    for (int j = 0; j < w; ++j) a[j] += a[j + w];
-  return a[0];
-}
-
-template <class T, int PPT, int THREADS, bool VEC>
-__global__ void __launch_bounds__(THREADS) softmax_cluster_kept(const T* x, T* y, int64_t cols, int64_t chunk) {
-  namespace cg = cooperative_groups;
-  constexpr int P = kPack<T>;
-  static_assert((PPT & (PPT - 1)) == 0 && (P & (P - 1)) == 0, "trees over powers of two");
-  cg::cluster_group cluster = cg::this_cluster();
-  const unsigned rank = cluster.block_rank(), blocks = cluster.num_blocks();
-  const int64_t row = blockIdx.x / blocks, c0 = rank * chunk;
-  const int64_t n = c0 < cols ? (cols - c0 < chunk ? cols - c0 : chunk) : 0;  // this block's columns
-  const T* xr = x + row * cols + c0;
-  T* yr = y + row * cols + c0;
-  Pack<T> v[PPT];
-#pragma unroll
-  for (int i = 0; i < PPT; ++i) v[i] = load_pack<VEC>(xr, int64_t(i * THREADS + threadIdx.x) * P, n, -INFINITY);
-  float pm[PPT];
-#pragma unroll
-  for (int i = 0; i < PPT; ++i) pm[i] = pack_max(v[i]);
-#pragma unroll
-  for (int w = PPT / 2; w > 0; w /= 2)
-#pragma unroll
-    for (int i = 0; i < w; ++i) pm[i] = fmaxf(pm[i], pm[i + w]);
-  const float m = block_max(pm[0]);
-  const float ml = m == -INFINITY ? 0.f : m * kLog2e;  // a chunk of padding alone: every exp is 0
-  float e[PPT][P], ps[PPT];
-#pragma unroll
-  for (int i = 0; i < PPT; ++i) {
-#pragma unroll
-    for (int j = 0; j < P; ++j) e[i][j] = fast_exp2(fmaf(v[i][j], kLog2e, -ml));  // padding holds -inf: 0
-    float t[P];
-#pragma unroll
-    for (int j = 0; j < P; ++j) t[j] = e[i][j];
-    ps[i] = tree_sum(t);
-  }
-  const float s = block_sum(tree_sum(ps));
-  __shared__ float2 stat;
-  if (threadIdx.x == 0) stat = make_float2(m, s);
-  cluster.sync();  // every block's pair is published
-  const int lane = threadIdx.x & 31;
-  MaxSum tot;
-  if (lane < (int)blocks) {
-    const float2 p = *cluster.map_shared_rank(&stat, lane);
-    tot = {p.x, p.y};
-  }
-  tot = warp_merge(tot);
-  // This block is done reading the others' shared memory; it waits for them to be done
-  // with its own only before it leaves.
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-  const float scale = fast_exp2((m - tot.m) * kLog2e) / tot.s;  // 0 for a chunk of padding alone
-#pragma unroll
-  for (int i = 0; i < PPT; ++i) {
-#pragma unroll
-    for (int j = 0; j < P; ++j) v[i].set(j, e[i][j] * scale);
-    store_pack<VEC>(yr, int64_t(i * THREADS + threadIdx.x) * P, n, v[i]);
-  }
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
 constexpr int kClusterPacks = 8;  // packs per thread in the cluster kernel
 
 // Blocks per row of the cluster kernel: 16 (a non-portable cluster size that Hopper
@@ -242,53 +158,26 @@ int softmax_cluster_size() {
   return size;
 }
 
-template <class T>
-cudaError_t launch_clustered(void (*kernel)(const T*, T*, int64_t, int64_t), int64_t rows, int cluster, int threads,
-                             cudaStream_t s, const T* x, T* y, int64_t cols, int64_t chunk) {
+template <class T, bool VEC>
+cudaError_t launch_softmax_cluster(const T* x, T* y, int64_t rows, int64_t cols, const SplitPlan& plan,
+                                   cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(rows * cluster));
-  cfg.blockDim = dim3(threads);
+  cfg.gridDim = dim3(static_cast<unsigned>(rows * plan.cluster));
+  cfg.blockDim = dim3(plan.threads);
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.x = plan.cluster;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (cluster > kMaxCluster) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (plan.cluster > kMaxCluster) {
+    const cudaError_t e = cudaFuncSetAttribute(softmax_cluster<T, kClusterPacks, VEC>,
+                                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess) return e;
   }
-  return cudaLaunchKernelEx(&cfg, kernel, x, y, cols, chunk);
-}
-
-// Whether long rows take the lean cluster kernel: only with MLSEM_KERNELS_SOFTMAX_LONG=1
-// (environment, read once; an experiment, off by default: it won on an H200 and lost on an H100).
-bool softmax_lean_allowed() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("MLSEM_KERNELS_SOFTMAX_LONG");
-    return v && *v && std::atoi(v) == 1;
-  }();
-  return allowed;
-}
-
-// The lean kernel, where asked for, only for 16-bit rows split over 16 blocks of 128 threads
-// (bf16 columns in (98304, 131072]). At 1024x131072 bf16 it took 0.2012-0.2017 ms against
-// 0.2057-0.2079 for the first kernel on an H200, but 0.2404-0.2413 against 0.2358-0.2367 on
-// an H100 (1024x131071, unaligned: 0.7146 against 0.7190 ms on the H200, 0.9036 against
-// 0.8517 on the H100); with 256-thread blocks it lost on the H200 too (256x262144: 0.1380
-// against 0.1303 ms; 4 packs a thread at 1024x131072: 0.2146-0.2159).
-template <class T, bool VEC>
-cudaError_t launch_softmax_cluster(const T* x, T* y, int64_t rows, int64_t cols, const SplitPlan& plan,
-                                   cudaStream_t s) {
-  if constexpr (sizeof(T) == 2) {
-    if (plan.cluster == 16 && plan.threads == 128 && softmax_lean_allowed())
-      return launch_clustered(softmax_cluster_kept<T, kClusterPacks, 128, VEC>, rows, plan.cluster, 128, s, x, y,
-                              cols, plan.chunk);
-  }
-  return launch_clustered(softmax_cluster<T, kClusterPacks, VEC>, rows, plan.cluster, plan.threads, s, x, y, cols,
-                          plan.chunk);
+  return cudaLaunchKernelEx(&cfg, softmax_cluster<T, kClusterPacks, VEC>, x, y, cols, plan.chunk);
 }
 
 // Launches with the preferred cluster size; a GPU that refuses a non-portable cluster gets 8.
