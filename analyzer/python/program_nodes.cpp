@@ -306,18 +306,6 @@ bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
   return false;
 }
 
-// The names a function calls as a model: `model`, `net`, and whatever it puts in eval
-// mode (`student.eval()` -> `student`).
-std::vector<std::string> model_names(std::string_view fn_text) {
-  std::vector<std::string> names = {"model", "net", "self.model"};
-  for (size_t at = fn_text.find(".eval()"); at != std::string_view::npos; at = fn_text.find(".eval()", at + 1)) {
-    size_t b = at;
-    while (b > 0 && (word_byte(fn_text[b - 1]) || fn_text[b - 1] == '.')) --b;
-    if (b < at) names.emplace_back(fn_text.substr(b, at - b));
-  }
-  return names;
-}
-
 // Evaluation, validation and generation loops that call a model with autograd on: an
 // `eval_loop` node at the first model call of each such loop. The function is named
 // like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
@@ -350,7 +338,7 @@ void annotate_eval_loops(const FileFacts& c) {
     bool called_off = false;
     each_call_to(S, file, root, name, [&](TSNode call, std::string_view) { called_off |= grad_off_at(S, file, call); });
     if (called_off) continue;
-    std::vector<std::string> models = model_names(fn_text);
+    std::vector<std::string> models = model_names(fn_text, ".eval()");
     for (const ir::Region& reg : fn.regions) {
       if (reg.kind != "loop" || !reg.range.valid() || flag_of(reg, "training")) continue;
       // A loop of an inlined callee is that function's own.

@@ -93,18 +93,6 @@ bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
   return false;
 }
 
-// The names a training function calls as a model: `model`, `net`, `self.model`, and what
-// it puts in training mode (`student.train()` -> `student`).
-std::vector<std::string> trained_models(std::string_view fn_text) {
-  std::vector<std::string> names = {"model", "net", "self.model"};
-  for (size_t at = fn_text.find(".train()"); at != std::string_view::npos; at = fn_text.find(".train()", at + 1)) {
-    size_t b = at;
-    while (b > 0 && (word_byte(fn_text[b - 1]) || fn_text[b - 1] == '.')) --b;
-    if (b < at) names.emplace_back(fn_text.substr(b, at - b));
-  }
-  return names;
-}
-
 // The first call of one of `models` within `scope`: `model(x)`, `self.model(x)`.
 TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const std::vector<std::string>& models,
                         TSNode scope) {
@@ -194,7 +182,7 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
         own_backward |= callee != "backward" && !positional;
       }, loop);
       if (!own_backward) continue;
-      TSNode at = first_model_call(S, file, root, trained_models(file.slice(fn.range)), loop);
+      TSNode at = first_model_call(S, file, root, model_names(file.slice(fn.range), ".train()"), loop);
       if (ts_node_is_null(at))
         each_call_to(S, file, root, "backward", [&](TSNode call, std::string_view) {
           if (ts_node_is_null(at)) at = call;

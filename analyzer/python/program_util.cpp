@@ -46,4 +46,14 @@ bool flag_of(const ir::Region& r, const char* name) {
   return it != r.attrs.end() && std::get_if<bool>(&it->second) && std::get<bool>(it->second);
 }
 
+std::vector<std::string> model_names(std::string_view fn_text, std::string_view mode_call) {
+  std::vector<std::string> names = {"model", "net", "self.model"};
+  for (size_t at = fn_text.find(mode_call); at != std::string_view::npos; at = fn_text.find(mode_call, at + 1)) {
+    size_t b = at;
+    while (b > 0 && (word_byte(fn_text[b - 1]) || fn_text[b - 1] == '.')) --b;
+    if (b < at) names.emplace_back(fn_text.substr(b, at - b));
+  }
+  return names;
+}
+
 }  // namespace mlsem::python::program

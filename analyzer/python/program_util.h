@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/source.h"
 #include "core/text.h"
@@ -50,6 +51,10 @@ inline ir::Node* add_node(ir::Module& out, const Range& r, std::string op) {
   ir::Function* home = home_of(out, r);
   return home ? &push_node(*home, r, std::move(op)) : nullptr;
 }
+
+// The names a function calls as a model: `model`, `net`, `self.model`, and whatever it
+// puts in a mode with `mode_call` (".eval()": `student.eval()` -> `student`).
+std::vector<std::string> model_names(std::string_view fn_text, std::string_view mode_call);
 
 // Keyword argument `name=` of a call's argument list: its text, empty when absent;
 // "**" when the call passes **kwargs (anything may be set).
