@@ -86,6 +86,7 @@ struct Args {
   std::vector<std::pair<std::string_view, TSNode>> kw;
   std::optional<Value> receiver;
   std::vector<std::optional<Value>> cache;  // lowered values by logical index
+  bool splat = false;  // *args or **kwargs: any argument may be set
 
   size_t count() const { return pos.size() + (receiver ? 1 : 0); }
   // Source of logical argument i (null for the receiver or when absent).

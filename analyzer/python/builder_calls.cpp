@@ -19,7 +19,10 @@ Args Builder::collect_args(TSNode list) {
   for (TSNode c : named(list)) {
     TSSymbol k = sym(c);
     if (k == S.keyword_argument) a.kw.emplace_back(text(field(c, S.f_name)), field(c, S.f_value));
-    else if (k == S.list_splat || k == S.dictionary_splat) lower(c);
+    else if (k == S.list_splat || k == S.dictionary_splat) {
+      a.splat = true;
+      lower(c);
+    }
     else a.pos.push_back(c);
   }
   return a;
@@ -289,12 +292,16 @@ Value Builder::apply_module(int m, std::string path, Args& a, TSNode e) {
   set(id, "module", path);
   set(id, "callee", d.cls);
   if (op == "linear" || op == "conv") {
-    // Linear(in, out, bias), Conv2d(in, out, k, stride, padding, dilation, groups, bias).
-    TSNode bias = ctor.get(op == "linear" ? 2 : 7, "bias");
+    // Linear(in, out, bias), Conv2d(in, out, k, stride, padding, dilation, groups, bias);
+    // the lazy forms take no input size: LazyLinear(out, bias), LazyConv2d(out, k, ..., bias).
+    bool lazy = d.cls.find(".Lazy") != std::string::npos;
+    TSNode bias = ctor.get((op == "linear" ? 2 : 7) - (lazy ? 1 : 0), "bias");
     auto b = bool_of(bias);
     set(id, "bias", !b || *b);
-    // Written out (bias=True, bias=use_bias): the author's choice, as opposed to the default.
+    // Written out (bias=True, bias=use_bias) or perhaps passed in **kwargs: the author's
+    // choice, as opposed to the default.
     if (!ts_node_is_null(bias)) set(id, "bias_written", clip(text(bias)));
+    else if (ctor.splat) set(id, "bias_written", std::string("**"));
   } else if (op == "softmax" || op == "log_softmax") {
     set_dim(id, ctor.get(0, "dim"));
   } else if (op == "dropout") {

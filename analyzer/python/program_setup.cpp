@@ -3,6 +3,7 @@
 // training loop with no reduced precision anywhere in the file (`fp32_training`), and the
 // biased layers of files whose parameter names published checkpoints fix.
 #include <cctype>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,20 +13,35 @@
 namespace mlsem::python::program {
 namespace {
 
-// Whether `n` sits in a block that also warns about it (`logger.warning("DP not
-// recommended, use ... DDP")`, warnings.warn, print): the code already says so.
-bool warned_beside(const Syntax& S, const SourceFile& f, TSNode n) {
+// Whether `n` sits in a block that also warns about it: a call to a warning or print
+// (`logger.warning("DP not recommended, use torch.distributed.run for DDP")`,
+// warnings.warn, print) whose arguments say DDP, DistributedDataParallel, torchrun or
+// "not recommended". The code already says so.
+bool warned_beside(const Syntax& S, const SourceFile& f, TSNode root, TSNode n) {
   TSNode block = ts_node_parent(n);
   while (!ts_node_is_null(block) && ts_node_symbol(block) != S.block && ts_node_symbol(block) != S.module)
     block = ts_node_parent(block);
   if (ts_node_is_null(block) || ts_node_symbol(block) == S.module) return false;
-  std::string body = lower_ascii(text_of(block, f.text));
-  bool warns = contains(body, "warn") || contains(body, "print(") || contains(body, "log");
-  return warns && (contains(body, "ddp") || contains(body, "distributed") || contains(body, "not recommended"));
+  bool warned = false;
+  for (std::string_view name : {"warn", "warning", "print", "info"})
+    each_call_to(S, f, root, name, [&](TSNode call, std::string_view) {
+      std::string said = lower_ascii(text_of(field(call, S.f_arguments), f.text));
+      for (std::string_view w : {"ddp", "distributeddataparallel", "torchrun", "distributed.run", "not recommended"})
+        warned |= contains(said, w);
+    }, block);
+  return warned;
+}
+
+// Whether a device_ids argument names one GPU: `[0]`, `[0,]`, `(0,)`, `[args.gpu]`.
+bool one_device(std::string_view ids) {
+  if (ids.size() < 2 || (ids.front() != '[' && ids.front() != '(') || contains(ids, " for ")) return false;
+  std::string_view inner = ids.substr(1, ids.size() - 2);
+  while (!inner.empty() && (inner.back() == ' ' || inner.back() == ',')) inner.remove_suffix(1);
+  return !inner.empty() && !contains(inner, ",");
 }
 
 // `nn.DataParallel(model)` in a script (a `__main__` guard or argparse) that trains on a
-// GPU: a `data_parallel` node each.
+// GPU: a `data_parallel` node each, not with device_ids of one GPU.
 // DataParallel runs one Python thread per GPU in one process, scatters every batch and
 // gathers every output through GPU 0, and copies the weights to every GPU on every
 // forward; DistributedDataParallel (one process per GPU) does none of that.
@@ -34,21 +50,37 @@ void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root
   if (!contains(t, "DataParallel(")) return;
   // A training script: a library's wrapper (a Trainer class) leaves the launch to its callers.
   if (!trains || (!contains(t, "__main__") && !contains(t, "argparse"))) return;
-  bool ddp_too = contains(t, "DistributedDataParallel");
+  bool ddp_too = !identifiers_named(root, t, "DistributedDataParallel", S.identifier).empty();
   each_call_to(S, file, root, "DataParallel", [&](TSNode n, std::string_view callee) {
     if (callee != "DataParallel" && !callee.ends_with("nn.DataParallel") && !callee.ends_with("parallel.DataParallel"))
       return;
     TSNode args = field(n, S.f_arguments);
-    if (ts_node_is_null(args) || ts_node_named_child_count(args) == 0) return;
-    // device_ids=[one] or output_device alone: one GPU, where DataParallel calls the module directly.
-    std::string ids = keyword(S, file, args, "device_ids");
-    if (ids == "**") return;
-    if (!ids.empty() && ids.front() == '[' && !contains(ids, ",") && !contains(ids, " for ")) return;
+    if (ts_node_is_null(args)) return;
+    // The wrapped module (first positional, or module=) and device_ids (second, or device_ids=).
+    std::vector<TSNode> a = named_children(args, S.comment);
+    TSNode module{}, ids{};
+    size_t positional = 0;
+    for (TSNode x : a) {
+      TSSymbol k = ts_node_symbol(x);
+      if (k == S.list_splat || k == S.dictionary_splat) return;  // anything may be passed
+      if (k == S.keyword_argument) {
+        std::string_view name = text_of(field(x, S.f_name), t);
+        if (name == "module") module = field(x, S.f_value);
+        if (name == "device_ids") ids = field(x, S.f_value);
+        continue;
+      }
+      if (positional == 0) module = x;
+      if (positional == 1) ids = x;
+      ++positional;
+    }
+    if (ts_node_is_null(module)) return;
+    // One GPU: DataParallel then calls the module directly.
+    if (!ts_node_is_null(ids) && one_device(text_of(ids, t))) return;
     ir::Node* node = add_node(out, range_of(n), "data_parallel");
     if (!node) return;
-    node->attrs["model"] = std::string(text_of(ts_node_named_child(args, 0), t));
+    node->attrs["model"] = std::string(text_of(module, t));
     if (ddp_too) node->attrs["ddp_beside"] = true;
-    if (warned_beside(S, file, n)) node->attrs["warned"] = true;
+    if (warned_beside(S, file, root, n)) node->attrs["warned"] = true;
   });
 }
 
@@ -65,16 +97,23 @@ bool prose(const Syntax& S, TSNode n) {
 }
 
 // Whether the file chooses a number format anywhere, in code or strings (not comments or
-// docstrings):
-// autocast, GradScaler, .half(), bf16/fp16 flags (`--amp`, `use_fp16`), a trainer's
-// precision= or mixed_precision=, a framework that sets it (Accelerate, DeepSpeed,
-// Fabric), or float64 work (numerics that may need fp32 throughout). Words are read as
-// the lower-case runs of letters and digits (`use_amp` holds `amp`).
+// docstrings): autocast, GradScaler, `.half()`, bf16/fp16 flags (`--amp`, `use_fp16`), a
+// mixed_precision= or precision= setting, a framework that sets it (Accelerate's
+// Accelerator, DeepSpeed, Fabric), or float64 work (numerics that may need fp32
+// throughout). Words are the lower-case runs of letters and digits (`use_amp` holds `amp`).
 bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
-  static constexpr std::string_view kWords[] = {"autocast", "gradscaler", "scaler", "float16", "bfloat16", "bf16",
-                                                "fp16", "half", "amp", "precision", "accelerator", "deepspeed",
-                                                "fabric", "float64", "double", "int8", "fp8", "quantize"};
+  static constexpr std::string_view kWords[] = {"autocast", "gradscaler", "float16", "bfloat16", "bf16", "fp16",
+                                                "amp", "deepspeed", "fabric", "float64", "int8", "fp8", "quantize"};
+  static constexpr std::string_view kPhrases[] = {".half(", ".double(", "mixed_precision", "precision=",
+                                                  "Accelerator(", "import accelerate", "from accelerate"};
   std::string_view t = f.text;
+  auto in_code = [&](size_t b, size_t e) {
+    TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(b), static_cast<uint32_t>(e));
+    return !ts_node_is_null(n) && !prose(S, n);
+  };
+  for (std::string_view p : kPhrases)
+    for (size_t at = t.find(p); at != std::string_view::npos; at = t.find(p, at + 1))
+      if (in_code(at, at + p.size())) return true;
   for (size_t i = 0; i < t.size();) {
     if (!std::isalnum(static_cast<unsigned char>(t[i]))) {
       ++i;
@@ -86,9 +125,7 @@ bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
     std::string w = lower_ascii(t.substr(b, i - b));
     bool hit = false;
     for (std::string_view k : kWords) hit |= w == k;
-    if (!hit) continue;
-    TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(b), static_cast<uint32_t>(i));
-    if (!ts_node_is_null(n) && !prose(S, n)) return true;
+    if (hit && in_code(b, i)) return true;
   }
   return false;
 }
@@ -126,7 +163,8 @@ bool gpu_opt_in(const Syntax& S, const SourceFile& f, TSNode root) {
     std::string dflt = lower_ascii(keyword(S, f, args, "default"));
     if (dflt == "\"cpu\"" || dflt == "'cpu'") opt_in = true;
     std::string action = keyword(S, f, args, "action");
-    if (!contains(action, "store_true") || contains(flag, "no-") || contains(flag, "no_")) return;
+    if (!contains(action, "store_true") || contains(flag, "no-") || contains(flag, "no_") || contains(flag, "disable"))
+      return;
     for (std::string_view w : {"cuda", "accel", "gpu"})
       if (contains(flag, w)) opt_in = true;
   });
@@ -158,7 +196,9 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
     if (contains(t, w)) return;
   if (contains(lower_ascii(t), "fsdp")) return;
   if (chooses_precision(S, file, root)) return;
-  bool tf32 = contains(t, "allow_tf32") || contains(t, "set_float32_matmul_precision");
+  bool tf32 = contains(t, "allow_tf32 = True") || contains(t, "allow_tf32=True") ||
+              contains(t, "set_float32_matmul_precision(\"high") || contains(t, "set_float32_matmul_precision('high") ||
+              contains(t, "set_float32_matmul_precision(\"medium") || contains(t, "set_float32_matmul_precision('medium");
   bool opt_in = gpu_opt_in(S, file, root);
   // Datasets of 28x28 or 32x32 images: the models trained on them are small.
   std::string_view toy;
@@ -166,8 +206,10 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
     if (toy.empty() && contains(t, std::string(d) + "(")) toy = d;
   for (ir::Function& fn : out.functions) {
     if (!fn.range.valid()) continue;
+    std::vector<std::string> models;  // found when the function has a training loop
     for (const ir::Region& reg : fn.regions) {
       if (reg.kind != "loop" || !reg.range.valid() || !flag_of(reg, "innermost_training")) continue;
+      if (models.empty()) models = model_names(file.slice(fn.range), ".train()");
       // A loop of an inlined callee is reported in that function.
       if (reg.range.begin_byte < fn.range.begin_byte || reg.range.end_byte > fn.range.end_byte) continue;
       TSNode loop = loop_at(S, root, reg.range);
@@ -182,7 +224,7 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
         own_backward |= callee != "backward" && !positional;
       }, loop);
       if (!own_backward) continue;
-      TSNode at = first_model_call(S, file, root, model_names(file.slice(fn.range), ".train()"), loop);
+      TSNode at = first_model_call(S, file, root, models, loop);
       if (ts_node_is_null(at))
         each_call_to(S, file, root, "backward", [&](TSNode call, std::string_view) {
           if (ts_node_is_null(at)) at = call;
@@ -203,34 +245,44 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
 }
 
 // Whether the file builds models that load published weights (pretrained=, a weights
-// URL, from_pretrained, load_state_dict, a checkpoint): their parameter names are fixed
-// by checkpoints that already exist.
+// URL or WeightsEnum, from_pretrained, load_state_dict, load_checkpoint): their
+// parameter names are fixed by checkpoints that already exist.
 bool loads_weights(std::string_view t) {
   std::string text = lower_ascii(t);
-  for (std::string_view w : {"pretrained", "load_state_dict", "model_urls", "load_url", "hf_hub", "checkpoint", "weights="})
+  for (std::string_view w : {"pretrained", "load_state_dict", "model_urls", "load_url", "hf_hub", "load_checkpoint",
+                             "weightsenum", "state_dict_from_url"})
     if (contains(text, w)) return true;
   return false;
 }
 
 // Marks the Linear and Conv layers with a bias in a file that loads published weights
 // (`checkpoint_names`): dropping a parameter breaks loading those checkpoints strictly.
-void mark_checkpointed_layers(const SourceFile& file, ir::Module& out) {
+// Also marks a biased layer applied more than once in a function (`shared_module`): a
+// bias that one BatchNorm cancels may matter where the layer's other output goes.
+void mark_biased_layers(const SourceFile& file, ir::Module& out) {
   int loads = -1;  // read the text only when a biased layer is there
-  for (ir::Function& fn : out.functions)
+  for (ir::Function& fn : out.functions) {
+    std::map<std::string, int> applied;  // module path -> calls in this function
+    for (const ir::Node& n : fn.nodes)
+      if ((n.op == "conv" || n.op == "linear") && n.attr("module"))
+        if (const auto* m = std::get_if<std::string>(n.attr("module"))) ++applied[*m];
     for (ir::Node& n : fn.nodes) {
       if (n.op != "conv" && n.op != "linear") continue;
       const ir::Attr* bias = n.attr("bias");
       if (!bias || !std::get_if<bool>(bias) || !std::get<bool>(*bias)) continue;
       if (loads < 0) loads = loads_weights(file.text);
       if (loads) n.attrs["checkpoint_names"] = true;
+      const ir::Attr* m = n.attr("module");
+      if (m && std::get_if<std::string>(m) && applied[std::get<std::string>(*m)] > 1) n.attrs["shared_module"] = true;
     }
+  }
 }
 
 }  // namespace
 
 void annotate_setup(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file, bool trains) {
   const Syntax& S = Syntax::get();
-  mark_checkpointed_layers(file, out);
+  mark_biased_layers(file, out);
   if (gpu_file) annotate_data_parallel(S, file, root, out, trains);
   if (gpu_file && trains) annotate_fp32_training(S, file, root, out);
 }

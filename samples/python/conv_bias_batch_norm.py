@@ -8,7 +8,9 @@ the author's choice), when the conv output is also used elsewhere (a residual be
 on a norm that is not a BatchNorm.
 """
 
+import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 class ConvBlock(nn.Module):
@@ -42,6 +44,27 @@ class ConvBlock(nn.Module):
         x = self.gn(self.conv5(x))  # ok: LAY001
         x = self.bn6(self.conv6(x))  # ok: LAY001
         return self.stem(x)
+
+
+class MoreBlocks(nn.Module):
+    def __init__(self, c, conv_kw):
+        super().__init__()
+        self.lazy = nn.LazyLinear(c, False)
+        self.bn_lazy = nn.BatchNorm1d(c)
+        self.conv_kw = nn.Conv2d(c, c, 3, **conv_kw)
+        self.bn_kw = nn.BatchNorm2d(c)
+        self.weight = nn.Parameter(torch.randn(c, c, 1, 1))
+        self.bias = nn.Parameter(torch.zeros(c))
+        self.bn_f = nn.BatchNorm2d(c)
+        self.shared = nn.Conv2d(c, c, 1)
+        self.bn_shared = nn.BatchNorm2d(c)
+
+    def forward(self, x, v):
+        v = self.bn_lazy(self.lazy(v))  # ok: LAY001
+        x = self.bn_kw(self.conv_kw(x))  # ok: LAY001
+        x = self.bn_f(F.conv2d(x, self.weight, self.bias))  # ok: LAY001
+        a = self.bn_shared(self.shared(x))  # ok: LAY001
+        return a + self.shared(x), v
 
 
 class Head(nn.Module):

@@ -1,19 +1,27 @@
 """An ImageNet-style training script that runs in fp32 on nn.DataParallel.
 
 Expected findings:
-- TRN003 on nn.DataParallel over every visible GPU (once per function).
+- TRN003 on nn.DataParallel over every visible GPU (once per function), also beside
+  logging that says nothing about DataParallel.
 - PRC001 at the first model call of the training loop: nothing in the file chooses a
   reduced-precision format.
-Not expected: TRN003 on DataParallel with one device id; the fixed form is
+Not expected: TRN003 on DataParallel with one device id (by keyword or position); the fixed form is
 samples/python/imagenet_amp_ddp.py.
 """
 
 import argparse
+import logging
 
 import torch
 import torch.nn as nn
 import torchvision
 from torch.utils.data import DataLoader
+
+
+def wrap_logged(model, args):
+    # Logging that does not warn about DataParallel leaves the finding as it is.
+    logging.info("logits dtype %s, distributed_eval=%s", args.dtype, args.distributed_eval)
+    return torch.nn.DataParallel(model)  # expect: TRN003
 
 
 def main():
@@ -25,6 +33,7 @@ def main():
         model = nn.DataParallel(model).cuda()  # expect: TRN003
     else:
         model = nn.DataParallel(model, device_ids=[0]).cuda()  # ok: TRN003
+        model = nn.DataParallel(model, [0,])  # ok: TRN003
     train_set = torchvision.datasets.ImageFolder(args.data)
     loader = DataLoader(train_set, batch_size=256, shuffle=True, num_workers=8, pin_memory=True)
     criterion = nn.CrossEntropyLoss().cuda()
