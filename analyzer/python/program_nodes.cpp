@@ -291,13 +291,7 @@ bool disables_grad(std::string_view t) {
 bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
     TSSymbol k = ts_node_symbol(p);
-    if (k == S.with_statement) {
-      TSNode body = field(p, S.f_body);
-      std::string_view head = std::string_view(f.text).substr(ts_node_start_byte(p),
-                                            (ts_node_is_null(body) ? ts_node_end_byte(p) : ts_node_start_byte(body)) -
-                                                ts_node_start_byte(p));
-      if (disables_grad(head)) return true;
-    }
+    if (k == S.with_statement && disables_grad(with_head(S, f, p))) return true;
     if (k == S.decorated_definition) {
       for (TSNode d : named_children(p, S.comment))
         if (ts_node_symbol(d) == S.decorator && disables_grad(text_of(d, f.text))) return true;
@@ -352,34 +346,11 @@ void annotate_eval_loops(const FileFacts& c) {
         }
         if (nested) continue;
       }
-      // The first call of a model in the loop.
-      TSNode first{};
-      std::string callee;
-      for (const std::string& m : models) {
-        for (TSNode id : identifiers_named(root, file.text, last_part(m), S.identifier, reg.range.begin_byte, reg.range.end_byte)) {
-          TSNode callee_node = id, p = ts_node_parent(id);
-          if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_attribute), id)) {
-            callee_node = p;
-            p = ts_node_parent(p);
-          }
-          if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_object), callee_node) &&
-              text_of(field(p, S.f_attribute), file.text) == "generate") {
-            callee_node = p;  // model.generate(...)
-            p = ts_node_parent(p);
-          }
-          if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(field(p, S.f_function), callee_node)) continue;
-          std::string_view ct = text_of(callee_node, file.text);
-          if (ct != m && ct != m + ".generate") continue;
-          if (ts_node_is_null(first) || ts_node_start_byte(p) < ts_node_start_byte(first)) {
-            first = p;
-            callee = std::string(ct);
-          }
-          break;
-        }
-      }
+      // The first call of a model in the loop, `model.generate(...)` included.
+      TSNode first = first_model_call(S, file, root, models, reg.range.begin_byte, reg.range.end_byte, true);
       if (ts_node_is_null(first)) continue;
       ir::Node& node = push_node(fn, range_of(first), "eval_loop");
-      node.attrs["model"] = callee;
+      node.attrs["model"] = std::string(text_of(field(first, S.f_function), file.text));
       node.attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
       if (!named) node.attrs["eval_mode_only"] = true;
       if (fn.name.find('.') != std::string::npos) node.attrs["method"] = true;
@@ -589,9 +560,11 @@ void annotate_ddp_accumulation(const FileFacts& c) {
     return ts_node_start_byte(inner) >= ts_node_start_byte(outer) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
   };
   auto is_loop = [&](TSNode n) { return ts_node_symbol(n) == S.for_statement || ts_node_symbol(n) == S.while_statement; };
+  // `optimizer.step()` (names.h, is_optimizer_name: as the IR's training loops read it) or
+  // an AMP scaler's `scaler.step(optimizer)`.
   auto is_step = [](std::string_view callee) {
-    std::string receiver = lower_ascii(callee.substr(0, callee.size() - std::min<size_t>(callee.size(), 5)));
-    return contains(receiver, "opt") || contains(receiver, "scaler");  // optimizer, optim, opt_g, scaler
+    std::string_view receiver = callee.substr(0, callee.size() - std::min<size_t>(callee.size(), 5));
+    return is_optimizer_name(receiver) || contains(lower_ascii(last_part(receiver)), "scaler");
   };
   // The clause of the nearest enclosing `if`/`elif` (below `stop`) whose condition takes a
   // modulo and holds `n` in its own arm: `if (i + 1) % accum == 0: step()`, also around an
@@ -672,18 +645,11 @@ void annotate_ddp_accumulation(const FileFacts& c) {
   auto scaler_call = [&](TSNode call) {
     TSNode args = field(call, S.f_arguments);
     std::vector<std::string_view> pos;
-    std::string_view optimizer_kw, update;
-    for (TSNode a : named_children(args, S.comment)) {
-      if (ts_node_symbol(a) != S.keyword_argument) {
-        pos.push_back(text_of(a, t));
-        continue;
-      }
-      std::string_view k = text_of(field(a, S.f_name), t), v = text_of(field(a, S.f_value), t);
-      if (k == "optimizer") optimizer_kw = v;
-      if (k == "update_grad") update = v;
-    }
+    for (TSNode a : named_children(args, S.comment))
+      if (ts_node_symbol(a) != S.keyword_argument) pos.push_back(text_of(a, t));
+    std::string update = keyword(S, file, args, "update_grad");
     bool step = is_scaler_step(text_of(field(call, S.f_function), t), pos.size() > 0 ? pos[0] : "",
-                               pos.size() > 1 ? pos[1] : "", optimizer_kw);
+                               pos.size() > 1 ? pos[1] : "", keyword(S, file, args, "optimizer"));
     bool every_n = contains(update, "%") && (contains(update, "== 0") || contains(update, "==0"));
     return std::make_pair(step, every_n);
   };

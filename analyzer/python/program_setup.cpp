@@ -130,19 +130,6 @@ bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
   return false;
 }
 
-// The first call of one of `models` within `scope`: `model(x)`, `self.model(x)`.
-TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const std::vector<std::string>& models,
-                        TSNode scope) {
-  TSNode first{};
-  for (const std::string& m : models) {
-    each_call_to(S, f, root, last_part(m), [&](TSNode call, std::string_view callee) {
-      if (callee != m) return;
-      if (ts_node_is_null(first) || ts_node_start_byte(call) < ts_node_start_byte(first)) first = call;
-    }, scope);
-  }
-  return first;
-}
-
 // The for/while statement a loop region spans.
 TSNode loop_at(const Syntax& S, TSNode root, const Range& r) {
   TSNode n = ts_node_descendant_for_byte_range(root, r.begin_byte, r.end_byte);
@@ -175,9 +162,7 @@ bool gpu_opt_in(const Syntax& S, const SourceFile& f, TSNode root) {
 bool grad_off_within(const Syntax& S, const SourceFile& f, TSNode n, TSNode scope) {
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p)) {
     if (ts_node_symbol(p) != S.with_statement) continue;
-    TSNode body = field(p, S.f_body);
-    std::string_view head = std::string_view(f.text).substr(
-        ts_node_start_byte(p), (ts_node_is_null(body) ? ts_node_end_byte(p) : ts_node_start_byte(body)) - ts_node_start_byte(p));
+    std::string_view head = with_head(S, f, p);
     if (contains(head, "no_grad") || contains(head, "inference_mode")) return true;
   }
   return false;
@@ -216,19 +201,16 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
       if (ts_node_is_null(loop)) continue;
       // The loop calls `loss.backward()` itself: a wrapper's `optimizer.backward(loss)`
       // (fairseq's FP16Optimizer, Accelerate, apex) manages the precision elsewhere.
-      bool own_backward = false;
+      TSNode own_backward{};
       each_call_to(S, file, root, "backward", [&](TSNode call, std::string_view callee) {
-        TSNode args = field(call, S.f_arguments);
         bool positional = false;
-        for (TSNode a : named_children(args, S.comment)) positional |= ts_node_symbol(a) != S.keyword_argument;
-        own_backward |= callee != "backward" && !positional;
+        for (TSNode a : named_children(field(call, S.f_arguments), S.comment))
+          positional |= ts_node_symbol(a) != S.keyword_argument;
+        if (ts_node_is_null(own_backward) && callee != "backward" && !positional) own_backward = call;
       }, loop);
-      if (!own_backward) continue;
-      TSNode at = first_model_call(S, file, root, models, loop);
-      if (ts_node_is_null(at))
-        each_call_to(S, file, root, "backward", [&](TSNode call, std::string_view) {
-          if (ts_node_is_null(at)) at = call;
-        }, loop);
+      if (ts_node_is_null(own_backward)) continue;
+      TSNode at = first_model_call(S, file, root, models, reg.range.begin_byte, reg.range.end_byte, false);
+      if (ts_node_is_null(at)) at = own_backward;
       if (ts_node_is_null(at)) continue;
       // The model called first runs without autograd (a frozen backbone): what trains is
       // another, perhaps small, module.

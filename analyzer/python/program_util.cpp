@@ -56,4 +56,36 @@ std::vector<std::string> model_names(std::string_view fn_text, std::string_view 
   return names;
 }
 
+TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const std::vector<std::string>& models,
+                        uint32_t from, uint32_t to, bool generate) {
+  TSNode first{};
+  for (const std::string& m : models) {
+    for (TSNode id : identifiers_named(root, f.text, last_part(m), S.identifier, from, to)) {
+      TSNode callee = id, p = ts_node_parent(id);
+      if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_attribute), id)) {
+        callee = p;
+        p = ts_node_parent(p);
+      }
+      if (generate && !ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_object), callee) &&
+          text_of(field(p, S.f_attribute), f.text) == "generate") {
+        callee = p;  // model.generate(...)
+        p = ts_node_parent(p);
+      }
+      if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(field(p, S.f_function), callee)) continue;
+      std::string_view ct = text_of(callee, f.text);
+      if (ct != m && ct != m + ".generate") continue;
+      if (ts_node_is_null(first) || ts_node_start_byte(p) < ts_node_start_byte(first)) first = p;
+      break;  // the first of this name; identifiers come in source order
+    }
+  }
+  return first;
+}
+
+std::string_view with_head(const Syntax& S, const SourceFile& f, TSNode with_statement) {
+  TSNode body = ts_node_child_by_field_id(with_statement, S.f_body);
+  uint32_t b = ts_node_start_byte(with_statement);
+  uint32_t e = ts_node_is_null(body) ? ts_node_end_byte(with_statement) : ts_node_start_byte(body);
+  return std::string_view(f.text).substr(b, e - b);
+}
+
 }  // namespace mlsem::python::program

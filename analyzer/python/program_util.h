@@ -56,6 +56,14 @@ inline ir::Node* add_node(ir::Module& out, const Range& r, std::string op) {
 // puts in a mode with `mode_call` (".eval()": `student.eval()` -> `student`).
 std::vector<std::string> model_names(std::string_view fn_text, std::string_view mode_call);
 
+// The first call, within bytes [from, to), of one of `models` (`model(x)`, `self.model(x)`),
+// or with `generate` also of `model.generate(...)`; null when none.
+TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const std::vector<std::string>& models,
+                        uint32_t from, uint32_t to, bool generate);
+
+// The head of a `with` statement, `with torch.no_grad():`, without its body.
+std::string_view with_head(const Syntax& S, const SourceFile& f, TSNode with_statement);
+
 // Keyword argument `name=` of a call's argument list: its text, empty when absent;
 // "**" when the call passes **kwargs (anything may be set).
 std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name);
