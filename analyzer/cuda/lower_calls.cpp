@@ -131,16 +131,22 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
       mark_loops(&LoopInfo::has_square_diff);
   }
   if (auto* callee = call->getDirectCallee(); callee && callee->hasBody()) callees_.insert(callee->getNameAsString());
+  // Each argument lowered once: a pointer through pointer_of (which lowers its index),
+  // standing for its offset as `&x[i]` does; anything else through value().
   bool global_pointer = false;
-  for (const clang::Expr* a : call->arguments())
-    if (a->getType()->isPointerType())
-      if (auto p = pointer_of(a); p && p->space == "global") global_pointer = true;
-  // A pointer handed to another function may be written there.
+  std::vector<Poly> parts;
   for (const clang::Expr* a : call->arguments()) {
-    if (!a->getType()->isPointerType() || a->getType()->getPointeeType().isConstQualified()) continue;
-    if (auto p = pointer_of(a)) mark_param(*p, true, true);
+    std::optional<Pointer> p;
+    if (a->getType()->isPointerType()) p = pointer_of(a);
+    if (!p) {
+      parts.push_back(value(a));
+      continue;
+    }
+    global_pointer |= p->space == "global";
+    // A pointer handed to another function may be written there.
+    if (!a->getType()->getPointeeType().isConstQualified()) mark_param(*p, true, true);
+    parts.push_back(opaque_of(a, {p->byte_offset}));
   }
-  auto parts = args();
   // A global pointer and a thread's own index handed to a helper (apex's load_store(dst,
   // src, 0, flat_idx)): the helper moves the thread's data.
   if (global_pointer && std::any_of(parts.begin(), parts.end(), [&](const Poly& v) { return thread_dependent(v); }))

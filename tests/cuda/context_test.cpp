@@ -502,5 +502,28 @@ template <typename T> __global__ void divide_by_count(T* result, unsigned long c
   EXPECT_EQ(nodes(*f, "store").size(), 1u);
 }
 
+TEST(CudaCalls, APointerArgumentIsLoweredOnce) {
+  // `first(x + offs[b], i)` reads offs[b] once; lowering the argument as a pointer and
+  // again as a value read it twice, which made offs look re-read. A non-const pointer
+  // (`put(y + offs[b], ...)`) is also marked written, still with one read of offs.
+  auto m = parse(R"(
+__device__ float first(const float* p, int i) { return p[i]; }
+__device__ void put(float* p, int i, float v) { p[i] = v; }
+__global__ void gather(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ offs) {
+  float v = first(x + offs[blockIdx.x], threadIdx.x);
+  put(y + offs[gridDim.x + blockIdx.x], threadIdx.x, v);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "gather");
+  ASSERT_NE(f, nullptr);
+  auto offs_loads = nodes(*f, "load", [](const ir::Node& n) {
+    auto it = n.attrs.find("param");
+    return it != n.attrs.end() && std::get_if<std::string>(&it->second) && std::get<std::string>(it->second) == "offs";
+  });
+  EXPECT_EQ(offs_loads.size(), 2u);  // one per call
+  EXPECT_TRUE(flag(*param(*f, "y"), "written"));
+}
+
 }  // namespace
 }  // namespace mlsem::cuda
