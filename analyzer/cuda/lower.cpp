@@ -63,6 +63,13 @@ Range FunctionLowering::range(clang::SourceRange r) const {
   return pos_.range(r.getBegin(), r.getEnd(), sm_, ctx_.getLangOpts());
 }
 
+bool FunctionLowering::same_expr(const clang::Expr* a, const clang::Expr* b) const {
+  llvm::FoldingSetNodeID x, y;
+  strip(a)->Profile(x, ctx_, /*Canonical=*/true);
+  strip(b)->Profile(y, ctx_, /*Canonical=*/true);
+  return x == y;
+}
+
 std::string FunctionLowering::text(const clang::Stmt* s) const {
   if (!s) return "";
   auto cr = clang::CharSourceRange::getTokenRange(s->getSourceRange());

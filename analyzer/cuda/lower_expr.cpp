@@ -432,7 +432,7 @@ Poly FunctionLowering::binary(const clang::BinaryOperator* bo) {
       return bounded(bo, l - r);
     case clang::BO_Mul: {
       // Squares of a difference: (x - mean) * (x - mean), d * d.
-      if (!integral && text(bo->getLHS()) == text(bo->getRHS())) mark_loops(&LoopInfo::has_square_diff);
+      if (!integral && same_expr(bo->getLHS(), bo->getRHS())) mark_loops(&LoopInfo::has_square_diff);
       return bounded(bo, l * r);
     }
     case clang::BO_Div:
@@ -582,7 +582,7 @@ Poly FunctionLowering::accumulation(const clang::BinaryOperator* bo, const clang
     a = call->getArg(0);
     b = call->getArg(1);
   }
-  if (a && b && text(a) == text(b)) mark_loops(&LoopInfo::has_square_diff);  // var += d * d
+  if (a && b && same_expr(a, b)) mark_loops(&LoopInfo::has_square_diff);  // var += d * d
   if (a && b && loop_ >= 0 && device_) {
     size_t n0 = fn_.nodes.size();
     value(a);

@@ -203,15 +203,13 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   attrs["args"] = args;
   // Its early returns under `threadIdx.D >= P` never run: blockDim.D is what it passes for P.
   if (summary && !summary->launch_bound_returns.empty() && config && config->getNumArgs() >= 2) {
-    // The same expression: one variable, member or literal, compared as Clang compares the
-    // operands of a tautological comparison (not by text: inside a macro, every argument's
-    // text is the whole invocation), or the same integer constant.
+    // The same expression (same_expr, not by text) or the same integer constant.
     auto same = [&](const clang::Expr* width, const clang::Expr* arg) {
       auto constant = [&](const clang::Expr* e) {
         return e && !e->isValueDependent() && !e->isTypeDependent() ? e->getIntegerConstantExpr(ctx_)
                                                                      : std::nullopt;
       };
-      if (width && clang::Expr::isSameComparisonOperand(strip(width), strip(arg))) return true;
+      if (width && same_expr(width, arg)) return true;
       auto w = width ? constant(width) : std::optional<llvm::APSInt>(llvm::APSInt::get(1));
       auto a = constant(arg);
       return w && a && llvm::APSInt::isSameValue(*w, *a);

@@ -236,6 +236,10 @@ class FunctionLowering {
 
   Range range(clang::SourceRange r) const;
   std::string text(const clang::Stmt* s) const;
+  // Whether two expressions are the same computation (Clang's structural profile, which
+  // sees through parentheses and casts as written; not their text, which inside a macro
+  // is the whole invocation for every argument).
+  bool same_expr(const clang::Expr* a, const clang::Expr* b) const;
 
   NodeId add(std::string op, const clang::Stmt* where, std::map<std::string, Attr> attrs = {},
              std::vector<NodeId> inputs = {});

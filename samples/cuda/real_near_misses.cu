@@ -40,10 +40,14 @@
 // stats_by_kind: a mean loop or a squared-difference loop, in the two arms of an if/else
 // (as apex's l2norm cleanup picks max or sum): only one runs, one pass. stats_split_y:
 // the same two arms under `threadIdx.y == 0`: both run in every block, two passes.
+// weighted_by_macro: a sum pass, then a product of a difference and a weight written
+// through a macro (`MUL(p[i] - mean, w[i])`): not a square, though inside a macro both
+// operands' source text is the whole invocation.
 //
 // Expected: CU001 in mask_rows_x and on attention_value's row-per-thread accesses (a
 // real problem, not the one it is a near miss for), CU002 on the pointwise stores,
 // CU014 in train_copy_back, CU001 in conv_weights_per_token, CU005 in stats_in_struct and stats_split_y.
+
 #include <cuda_runtime.h>
 
 __global__ void mask_rows_y(float* __restrict__ dst, const float* __restrict__ x, int ncols) {
@@ -297,4 +301,20 @@ __global__ void stats_split_y(const float* __restrict__ x, float* __restrict__ o
     }
   }
   out[blockIdx.x * blockDim.y + threadIdx.y] = val;
+}
+
+#define MUL(a, b) ((a) * (b))
+__global__ void weighted_by_macro(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
+                                  int n) {
+  const float* p = x + (size_t)blockIdx.x * n;
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += p[i];
+  const float mean = s / n;
+  float t = 0.0f, u = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    t += MUL(p[i] - mean, w[i]);  // ok: CU005
+    const float pw = MUL(p[i], w[i]);
+    u = fmaxf(u, pw);
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = t + u;
 }
