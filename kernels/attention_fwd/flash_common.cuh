@@ -18,9 +18,8 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// 2^x with one MUFU.EX2 (common/approx.h): scores live in the log2 domain (scale * log2(e)
-// folded in).
-using mlsem_kernels::fast_exp2;
+// Scores live in the log2 domain (scale * log2(e) folded in), exponentiated with
+// fast_exp2 (common/approx.h): one MUFU.EX2.
 
 // Two floats as one register of two 16-bit values, the lower column in the low half.
 template <class T>

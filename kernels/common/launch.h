@@ -55,7 +55,8 @@ inline constexpr int kMaxCluster = 8;
 // Softmax rows too long to cache in one block: the row is split over a cluster of 8 blocks,
 // each caching `ppt` packs per thread in registers, so the row is still read once. Returns
 // cluster 0 when even the cluster cannot cache the row (the online two-read kernel then).
-inline SplitPlan plan_cached_split(int64_t cols, int pack, int ppt, int max_threads = 512, int cluster = kMaxCluster) {
+inline SplitPlan plan_cached_split(int64_t cols, int pack, int ppt, int max_threads = kMaxThreadsAt8Packs,
+                                   int cluster = kMaxCluster) {
   const int64_t chunk = round_up(ceil_div(cols, cluster), pack);
   const int64_t threads = round_up(ceil_div(chunk / pack, ppt), 32);
   if (threads > max_threads) return {0, 0, 0};

@@ -1,17 +1,20 @@
-// RMSNorm over the last dim: the row cached in registers (one read, one write), a
-// two-read fallback for very long rows, and the unfused baseline.
+// RMSNorm over the last dim: aligned rows read twice through L2 (rmsnorm_twice), unaligned
+// rows cached in registers (one read, one write), a streaming kernel for very long rows, and
+// the unfused baseline.
 #include "../common/eager.cuh"
 
 namespace mlsem_kernels {
 namespace {
 
-template <class T, int PPT, bool VEC>
+// Rows not aligned to 16 bytes, cached in registers (one read, one write); aligned cached
+// rows take rmsnorm_twice.
+template <class T, int PPT>
 __global__ void rmsnorm_cached(const T* x, const T* w, T* y, int64_t cols, float eps) {
   constexpr int P = kPack<T>;
   const T* xr = x + blockIdx.x * cols;
   Pack<T> v[PPT];
 #pragma unroll
-  for (int i = 0; i < PPT; ++i) v[i] = load_pack<VEC>(xr, (int64_t(i) * blockDim.x + threadIdx.x) * P, cols, 0.f);
+  for (int i = 0; i < PPT; ++i) v[i] = load_pack<false>(xr, (int64_t(i) * blockDim.x + threadIdx.x) * P, cols, 0.f);
   float sq = 0.f;
 #pragma unroll
   for (int i = 0; i < PPT; ++i)
@@ -21,10 +24,10 @@ __global__ void rmsnorm_cached(const T* x, const T* w, T* y, int64_t cols, float
 #pragma unroll
   for (int i = 0; i < PPT; ++i) {
     const int64_t c = (int64_t(i) * blockDim.x + threadIdx.x) * P;
-    const Pack<T> wv = load_pack<VEC>(w, c, cols, 0.f);
+    const Pack<T> wv = load_pack<false>(w, c, cols, 0.f);
 #pragma unroll
     for (int j = 0; j < P; ++j) v[i].set(j, v[i][j] * rrms * wv[j]);
-    store_pack<VEC>(y + blockIdx.x * cols, c, cols, v[i]);
+    store_pack<false>(y + blockIdx.x * cols, c, cols, v[i]);
   }
 }
 
@@ -43,7 +46,7 @@ __global__ void rmsnorm_twice(const T* x, const T* w, T* y, int64_t cols, float 
   T* yr = y + blockIdx.x * cols;
   const int64_t step = int64_t{blockDim.x} * P;
   // Each loop runs once for a row of the plan's size up to 4 packs a thread (twice for 8,
-  // which keeps 56 registers, so that 1024-thread blocks still launch), all of a round's loads
+  // which keeps 56 registers), all of a round's loads
   // issued before the first is used. (Unrolled by hand instead of written as loops, the kernel
   // took 69 to 78 registers and a block fewer per SM.)
   float sq = 0.f;
@@ -106,27 +109,26 @@ int fused(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, c
                    can_vectorize(w, cols, sizeof(T));
   const RowPlan plan = plan_rows(cols, kPack<T>);
   const unsigned grid = static_cast<unsigned>(rows);
-  if (vec && plan.cached) {
-    switch (plan.packs_per_thread) {
-      case 1: rmsnorm_twice<T, 1><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
-      case 2: rmsnorm_twice<T, 2><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
-      default: rmsnorm_twice<T, 4><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;  // 8: two rounds
-    }
-    MLSEM_CHECK_LAUNCH();
-    return 0;
-  }
-  MLSEM_WITH_VEC(vec, {
-    if (!cached_launches<rmsnorm_cached<T, 8, VEC>>(plan)) {
-      rmsnorm_streaming<T, VEC><<<grid, 1024, 0, s>>>(x, w, y, cols, eps);
+  if (vec) {  // aligned: two reads through L2 when the plan caches the row, else streaming
+    if (!plan.cached) {
+      rmsnorm_streaming<T, true><<<grid, 1024, 0, s>>>(x, w, y, cols, eps);
     } else {
       switch (plan.packs_per_thread) {
-        case 1: rmsnorm_cached<T, 1, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
-        case 2: rmsnorm_cached<T, 2, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
-        case 4: rmsnorm_cached<T, 4, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
-        default: rmsnorm_cached<T, 8, VEC><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+        case 1: rmsnorm_twice<T, 1><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+        case 2: rmsnorm_twice<T, 2><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+        default: rmsnorm_twice<T, 4><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;  // 8: two rounds
       }
     }
-  });
+  } else if (!cached_launches<rmsnorm_cached<T, 8>>(plan)) {
+    rmsnorm_streaming<T, false><<<grid, 1024, 0, s>>>(x, w, y, cols, eps);
+  } else {
+    switch (plan.packs_per_thread) {
+      case 1: rmsnorm_cached<T, 1><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+      case 2: rmsnorm_cached<T, 2><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+      case 4: rmsnorm_cached<T, 4><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+      default: rmsnorm_cached<T, 8><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
+    }
+  }
   MLSEM_CHECK_LAUNCH();
   return 0;
 }

@@ -180,14 +180,24 @@ cudaError_t launch_softmax_cluster(const T* x, T* y, int64_t rows, int64_t cols,
   return cudaLaunchKernelEx(&cfg, softmax_cluster<T, kClusterPacks, VEC>, x, y, cols, plan.chunk);
 }
 
-// Launches with the preferred cluster size; a GPU that refuses a non-portable cluster gets 8.
+// The most threads a block of the cluster kernel may have: 8 packs a thread, within what
+// its registers allow (the unaligned kernels allow fewer; cudaFuncGetAttributes, once).
+template <class T, bool VEC>
+int cluster_max_threads() {
+  return std::min(kMaxThreadsAt8Packs, max_block_threads<softmax_cluster<T, kClusterPacks, VEC>>());
+}
+
+// Launches with the preferred cluster size; a GPU that refuses a non-portable cluster gets 8,
+// planned within the same thread limit (the online kernel when 8 blocks cannot cache the row).
 template <class T, bool VEC>
 cudaError_t softmax_long_rows(const T* x, T* y, int64_t rows, int64_t cols, const SplitPlan& plan, cudaStream_t s) {
   cudaError_t e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, plan, s);
   if (e != cudaSuccess && plan.cluster > kMaxCluster) {
     (void)cudaGetLastError();  // clear the refused launch
-    const SplitPlan portable = plan_cached_split(cols, kPack<T>, kClusterPacks, kMaxThreadsAt8Packs, kMaxCluster);
-    if (portable.cluster > 0) e = launch_softmax_cluster<T, VEC>(x, y, rows, cols, portable, s);
+    const SplitPlan portable = plan_cached_split(cols, kPack<T>, kClusterPacks, cluster_max_threads<T, VEC>(), kMaxCluster);
+    if (portable.cluster > 0) return launch_softmax_cluster<T, VEC>(x, y, rows, cols, portable, s);
+    softmax_online<T, VEC><<<static_cast<unsigned>(rows), 1024, 0, s>>>(x, y, cols);
+    e = cudaGetLastError();
   }
   return e;
 }
@@ -202,9 +212,9 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
     if (!cached_launches<softmax_cached<T, 8, VEC>>(plan)) {
-      const SplitPlan split = plan_cached_split(cols, kPack<T>, kClusterPacks, kMaxThreadsAt8Packs, softmax_cluster_size());
-      if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31) &&
-          split.threads <= max_block_threads<softmax_cluster<T, kClusterPacks, VEC>>()) {
+      const SplitPlan split =
+          plan_cached_split(cols, kPack<T>, kClusterPacks, cluster_max_threads<T, VEC>(), softmax_cluster_size());
+      if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31)) {
         MLSEM_TRY((softmax_long_rows<T, VEC>(x, y, rows, cols, split, s)));
       } else {
         softmax_online<T, VEC><<<grid, 1024, 0, s>>>(x, y, cols);
