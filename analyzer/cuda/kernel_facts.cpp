@@ -6,6 +6,17 @@
 #include <algorithm>
 
 namespace mlsem::cuda::detail {
+namespace {
+
+// Whether region `inner` is `outer` or nested in it (region 0, the body, holds all).
+bool region_within(const ir::Function& fn, uint32_t inner, uint32_t outer) {
+  for (uint32_t r = inner;; r = fn.regions[r].parent) {
+    if (r == outer) return true;
+    if (r == 0) return false;
+  }
+}
+
+}  // namespace
 
 void FunctionLowering::finish_device() {
   bool uses_shared = false, pointwise = fd_->hasAttr<clang::CUDAGlobalAttr>(), any_global_store = false;
@@ -117,12 +128,7 @@ std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() co
     if (!acc.store && acc.ptr.space == "global" && acc.ptr.decl_ptr) loads[acc.ptr.decl_ptr].push_back(&acc);
   // Region `inner` is `outer` or inside it (two loads in the two arms of an if are not
   // both executed).
-  auto within = [&](uint32_t inner, uint32_t outer) {
-    for (uint32_t r = inner;; r = fn_.regions[r].parent) {
-      if (r == outer) return true;
-      if (r == 0) return false;
-    }
-  };
+  auto within = [&](uint32_t inner, uint32_t outer) { return region_within(fn_, inner, outer); };
   for (const auto& [decl, list] : loads) {
     for (size_t i = 0; i < list.size() && !out.count(decl); ++i) {
       const Access& a = *list[i];
@@ -206,14 +212,11 @@ void FunctionLowering::find_passes() {
   };
   // Loops in the two arms of one if/else: only one of them runs.
   auto exclusive = [&](int a, int b) {
-    auto above = [&](uint32_t r) {
-      std::set<uint32_t> out;
-      for (; r != 0; r = fn_.regions[r].parent) out.insert(r);
-      return out;
-    };
-    std::set<uint32_t> ra = above(loops_[a].region), rb = above(loops_[b].region);
+    uint32_t ra = loops_[a].region, rb = loops_[b].region;
     for (const auto& [then_r, else_r] : if_arms_)
-      if ((ra.count(then_r) && rb.count(else_r)) || (ra.count(else_r) && rb.count(then_r))) return true;
+      if ((region_within(fn_, ra, then_r) && region_within(fn_, rb, else_r)) ||
+          (region_within(fn_, ra, else_r) && region_within(fn_, rb, then_r)))
+        return true;
     return false;
   };
   auto feature = [&](int l, bool LoopInfo::*f) {
