@@ -72,14 +72,18 @@ __device__ __forceinline__ Pack<T> load_pack(const T* row, int64_t col, int64_t 
   return p;
 }
 
-template <bool VEC, class T>
-__device__ __forceinline__ void store_pack(T* row, int64_t col, int64_t cols, const Pack<T>& p) {
+// Stores the pack at `col` of a row: VEC, one 16-byte store when the pack is in the row;
+// otherwise element by element, up to the end of the row. The pack is tested in the caller's
+// index type (Idx: int64_t, or int for in-row columns), so that a caller which has tested it
+// already (layernorm's int columns) compiles to no second test; elements are tested in 64 bits.
+template <bool VEC, class T, class Idx>
+__device__ __forceinline__ void store_pack(T* row, Idx col, Idx cols, const Pack<T>& p) {
   if constexpr (VEC) {
     if (col < cols) *reinterpret_cast<uint4*>(row + col) = p.raw;
   } else {
 #pragma unroll
     for (int j = 0; j < kPack<T>; ++j)
-      if (col + j < cols) row[col + j] = reinterpret_cast<const T*>(&p.raw)[j];
+      if (int64_t{col} + j < int64_t{cols}) row[int64_t{col} + j] = reinterpret_cast<const T*>(&p.raw)[j];
   }
 }
 

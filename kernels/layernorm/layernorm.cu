@@ -63,10 +63,7 @@ __device__ __forceinline__ void layernorm_row(const T* x, const T* w, const T* b
     }
 #pragma unroll
     for (int j = 0; j < P; ++j) o.set(j, fmaf(f[i][j] * rstd, wv[j], bv[j]));
-    if constexpr (VEC)
-      *reinterpret_cast<uint4*>(yr + col(i)) = o.raw;
-    else
-      store_pack<false>(yr, col(i), n, o);
+    store_pack<VEC>(yr, col(i), n, o);
   }
 }
 

@@ -78,7 +78,7 @@ __global__ void rmsnorm_twice(const T* x, const T* w, T* y, int64_t cols, float 
       const int64_t c = c0 + u * step;
 #pragma unroll
       for (int j = 0; j < P; ++j) v[u].set(j, v[u][j] * rrms * wv[u][j]);
-      if (c < cols) *reinterpret_cast<uint4*>(yr + c) = v[u].raw;
+      store_pack<true>(yr, c, cols, v[u]);
     }
   }
 }
