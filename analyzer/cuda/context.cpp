@@ -137,6 +137,60 @@ void settle_launch_bound_returns(ir::Module& module) {
   }
 }
 
+void mark_small_launches(ir::Module& module) {
+  // Buffers cudaMalloc'd in this file, by name: their size when every allocation of that
+  // name states one (the largest), none when any does not.
+  std::map<std::string, std::optional<int64_t>> sizes;
+  for (const ir::Function& fn : module.functions)
+    for (const ir::Node& n : fn.nodes) {
+      const auto* buf = n.attr("buffer");
+      if (n.op != "host_sync" || !buf || !std::holds_alternative<std::string>(*buf)) continue;
+      const auto* bytes = n.attr("bytes");
+      std::optional<int64_t> b;
+      if (bytes && std::holds_alternative<int64_t>(*bytes)) b = std::get<int64_t>(*bytes);
+      auto [it, fresh] = sizes.try_emplace(std::get<std::string>(*buf), b);
+      if (!fresh) it->second = it->second && b ? std::optional<int64_t>(std::max(*it->second, *b)) : std::nullopt;
+    }
+  if (sizes.empty()) return;
+  // Per kernel: the most any of its launches reads, when every launch reads only such
+  // buffers (none when one reads a buffer of unknown size, or names none).
+  std::map<std::string, std::optional<int64_t>> most;
+  std::map<std::string, std::string> biggest;  // the largest buffer read, for the message
+  for (const ir::Function& fn : module.functions)
+    for (const ir::Node& n : fn.nodes) {
+      const auto* k = n.attr("kernel");
+      const auto* reads = n.attr("read_buffers");
+      if (!own_launch(n) || !k || !std::holds_alternative<std::string>(*k)) continue;
+      std::string kernel = simple_name(std::get<std::string>(*k));
+      std::optional<int64_t> total = 0;
+      std::string largest;
+      int64_t largest_bytes = -1;
+      std::string list = reads && std::holds_alternative<std::string>(*reads) ? std::get<std::string>(*reads) : "";
+      if (list.empty()) total.reset();
+      for (size_t start = 0; total && start < list.size();) {
+        size_t end = list.find(',', start);
+        std::string name = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        start = end == std::string::npos ? list.size() : end + 1;
+        auto it = sizes.find(name);
+        if (it == sizes.end() || !it->second) { total.reset(); break; }
+        *total += *it->second;
+        if (*it->second > largest_bytes) largest_bytes = *it->second, largest = name;
+      }
+      auto [it, fresh] = most.try_emplace(kernel, total);
+      if (!fresh) it->second = it->second && total ? std::optional<int64_t>(std::max(*it->second, *total)) : std::nullopt;
+      if (total && (fresh || *total >= *it->second)) biggest[kernel] = largest;
+    }
+  for (ir::Function& fn : module.functions) {
+    auto it = most.find(simple_name(fn.name));
+    if (it == most.end() || !it->second || *it->second > kSmallLaunchBytes) continue;
+    int64_t kib = (*it->second + 1023) / 1024;
+    fn.attrs["cold"] = "every launch of " + simple_name(fn.name) + " in this file reads only buffers the file allocates "
+                       "with a fixed size (at most " + std::to_string(kib) + " KiB a launch; the largest is " +
+                       biggest[simple_name(fn.name)] + "): so little data moves in a few microseconds, and how it "
+                       "is accessed costs little";
+  }
+}
+
 void apply_launch_shapes(ir::Module& module) {
   settle_launch_bound_returns(module);
   // blockDim.x of every launch of each kernel in this file (-1: not stated).

@@ -25,6 +25,13 @@ std::optional<NumberedName> numbered_name(const std::string& name);
 // each device function's callees by name.
 void mark_variants(ir::Module& module, const std::map<std::string, std::set<std::string>>& device_callees);
 
+// Kernels whose every launch in this file reads only buffers that the file cudaMallocs
+// with a size it fixes (`cudaMalloc(&d_A, 50000 * sizeof(float))`, or through locals
+// never written after), at most kSmallLaunchBytes in all per launch: Function::attrs["cold"]
+// (why). Such a kernel moves its data in microseconds, whatever its access pattern.
+inline constexpr int64_t kSmallLaunchBytes = int64_t{4} << 20;
+void mark_small_launches(ir::Module& module);
+
 // Facts that need the launches of a kernel in this file: a kernel launched only with
 // blockDim.x == 1 has warps along threadIdx.y, so its accesses' `uncoalesced` is judged
 // by their threadIdx.y stride (Function::attrs["block_x_one"]).

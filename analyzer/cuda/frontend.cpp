@@ -4,7 +4,7 @@
 //   invocation.cpp    toolkit detection, driver arguments, shared toolkit preamble
 //   lower*.cpp        AST to kernel IR (lowering.h), with the index analysis in lower_expr.cpp
 //   kernel_facts.cpp  whole-kernel facts
-//   context.cpp       context facts: variants kept for comparison
+//   context.cpp       context facts: variants kept for comparison, small fixed-size launches
 // This file drives them: one Clang parse per file, then the AST consumer below.
 #include "cuda/frontend.h"
 
@@ -90,6 +90,7 @@ class Lowering : public clang::ASTConsumer {
       if (relevant) module_.functions.push_back(std::move(f));
     }
     mark_variants(module_, callees);
+    mark_small_launches(module_);
     apply_launch_shapes(module_);
   }
 

@@ -37,7 +37,12 @@ std::string FunctionLowering::buffer_name(const clang::Expr* e) {
 NodeId FunctionLowering::device_op(const char* op, const clang::Stmt* at, std::map<std::string, Attr> attrs,
                  const std::set<std::string>& reads, const std::set<std::string>& writes) {
   bool consumes = false;
-  for (const auto& r : reads) consumes |= last_device_writes_.count(r) > 0;
+  std::string read_buffers;
+  for (const auto& r : reads) {
+    consumes |= last_device_writes_.count(r) > 0;
+    read_buffers += (read_buffers.empty() ? "" : ",") + r;
+  }
+  attrs["read_buffers"] = read_buffers;
   attrs["consumes_previous_output"] = consumes;
   attrs["in_loop"] = loop_ >= 0;
   std::vector<NodeId> inputs;
@@ -225,6 +230,62 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   return Poly();
 }
 
+// A host integer the function fixes: a constant expression, or arithmetic on locals
+// initialized so and never written after (`int n = 50000; size_t bytes = n * sizeof(float);`).
+std::optional<int64_t> FunctionLowering::host_constant(const clang::Expr* e, int depth) {
+  if (!e || depth > 8) return std::nullopt;
+  e = e->IgnoreParenCasts();
+  if (e->isValueDependent() || e->isTypeDependent()) return std::nullopt;
+  clang::Expr::EvalResult r;
+  if (e->EvaluateAsInt(r, ctx_)) return r.Val.getInt().getExtValue();
+  if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(e)) {
+    auto* v = llvm::dyn_cast<clang::VarDecl>(dre->getDecl());
+    if (!v || !v->hasLocalStorage() || llvm::isa<clang::ParmVarDecl>(v) || !v->getInit()) return std::nullopt;
+    if (!written_) {
+      // Written after its declaration: assigned, incremented, its address taken, or bound
+      // to a non-const reference parameter.
+      written_.emplace();
+      collect_assigned(fd_->getBody(), *written_);
+      std::function<void(const clang::Stmt*)> walk = [&](const clang::Stmt* s) {
+        if (!s) return;
+        auto mark = [&](const clang::Expr* x) {
+          if (auto* d = llvm::dyn_cast<clang::DeclRefExpr>(x->IgnoreParenImpCasts()))
+            if (auto* w = llvm::dyn_cast<clang::VarDecl>(d->getDecl())) written_->insert(w);
+        };
+        if (auto* uo = llvm::dyn_cast<clang::UnaryOperator>(s); uo && uo->getOpcode() == clang::UO_AddrOf)
+          mark(uo->getSubExpr());
+        if (auto* call = llvm::dyn_cast<clang::CallExpr>(s)) {
+          const clang::FunctionDecl* f = call->getDirectCallee();
+          for (unsigned i = 0; i < call->getNumArgs(); ++i) {
+            bool by_ref = !f || i >= f->getNumParams() ||
+                          (f->getParamDecl(i)->getType()->isReferenceType() &&
+                           !f->getParamDecl(i)->getType().getNonReferenceType().isConstQualified());
+            if (by_ref && !(f && i >= f->getNumParams() && f->isVariadic())) mark(call->getArg(i));
+          }
+        }
+        for (const clang::Stmt* c : s->children()) walk(c);
+      };
+      walk(fd_->getBody());
+    }
+    if (written_->count(v)) return std::nullopt;
+    return host_constant(v->getInit(), depth + 1);
+  }
+  if (auto* bo = llvm::dyn_cast<clang::BinaryOperator>(e)) {
+    auto l = host_constant(bo->getLHS(), depth + 1);
+    auto r = l ? host_constant(bo->getRHS(), depth + 1) : std::nullopt;
+    if (!l || !r) return std::nullopt;
+    int64_t out = 0;
+    switch (bo->getOpcode()) {
+      case clang::BO_Add: if (__builtin_add_overflow(*l, *r, &out)) return std::nullopt; return out;
+      case clang::BO_Sub: if (__builtin_sub_overflow(*l, *r, &out)) return std::nullopt; return out;
+      case clang::BO_Mul: if (__builtin_mul_overflow(*l, *r, &out)) return std::nullopt; return out;
+      case clang::BO_Div: if (*r == 0) return std::nullopt; return *l / *r;
+      default: return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string& name) {
   for (const clang::Expr* a : call->arguments()) value(a);
   if (wrapper_call(call)) return Poly();
@@ -280,7 +341,15 @@ Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string&
       {"cudaMemcpyFromSymbol", "memcpy"},  {"cudaMemcpyToSymbol", "memcpy"},
       {"cudaMalloc", "alloc"},             {"cudaFree", "alloc"}};
   if (auto it = kSyncs.find(name); it != kSyncs.end()) {
-    host_syncs_.push_back(add("host_sync", call, {{"callee", name}, {"kind", it->second}, {"in_loop", loop_ >= 0}}));
+    std::map<std::string, Attr> attrs{{"callee", name}, {"kind", it->second}, {"in_loop", loop_ >= 0}};
+    // cudaMalloc(&buf, bytes): the buffer, and its size when this function fixes it.
+    if (name == "cudaMalloc" && call->getNumArgs() >= 2) {
+      if (std::string buf = buffer_name(call->getArg(0)); !buf.empty()) {
+        attrs["buffer"] = buf;
+        if (auto bytes = host_constant(call->getArg(1))) attrs["bytes"] = *bytes;
+      }
+    }
+    host_syncs_.push_back(add("host_sync", call, std::move(attrs)));
     return Poly();
   }
   return opaque(call, false, false);

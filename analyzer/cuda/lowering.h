@@ -358,6 +358,11 @@ class FunctionLowering {
 
   Poly host_call(const clang::CallExpr* call, const std::string& name);
 
+  // A host integer the function fixes: a constant expression, or arithmetic on locals
+  // initialized so and never written after. nullopt otherwise.
+  std::optional<int64_t> host_constant(const clang::Expr* e, int depth = 0);
+  std::optional<std::set<const clang::VarDecl*>> written_;  // locals written after their declaration
+
   // --- statements ----------------------------------------------------------
 
   void walk(const clang::Stmt* s);
@@ -391,7 +396,6 @@ class FunctionLowering {
   // (tid % (2*s)) == 0, !(tid & m): the interleaved-pairs test.
   static bool is_zero_test(const clang::Expr* cond);
   // threadIdx.x == 0, lane == 0: one thread (or one lane per warp) does the work.
-  // With op = BO_NE: threadIdx.x != 0, every thread but one (an early return then leaves one).
   // With op = BO_NE: threadIdx.x != 0, every thread but one (an early return then leaves one).
   bool is_single_thread_test(const clang::Expr* cond, clang::BinaryOperatorKind op = clang::BO_EQ);
 

@@ -525,5 +525,78 @@ __global__ void gather(float* __restrict__ y, const float* __restrict__ x, const
   EXPECT_TRUE(flag(*param(*f, "y"), "written"));
 }
 
+// cudaMalloc's size, when the host function fixes it: a constant, or locals initialized
+// so and written nowhere after (not assigned, not through a reference, not by address).
+TEST(CudaSmallLaunches, AllocationSizesFollowLocalsNeverWrittenAfter) {
+  auto m = parse(R"(
+void parse_into(int& n);
+__global__ void add(const float* a, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] * 2.0f;
+}
+void run(int runtime) {
+  int fixed = 1000;
+  size_t bytes = fixed * sizeof(float);
+  int parsed = 64; parse_into(parsed);
+  int addressed = 64; int* p = &addressed; (void)p;
+  int assigned = 64; assigned += 1;
+  float *a, *b, *c, *d, *e, *out;
+  cudaMalloc((void**)&a, bytes);
+  cudaMalloc((void**)&b, parsed * sizeof(float));
+  cudaMalloc((void**)&c, addressed * sizeof(float));
+  cudaMalloc((void**)&d, assigned * sizeof(float));
+  cudaMalloc((void**)&e, runtime * sizeof(float));
+  cudaMalloc((void**)&out, bytes);
+  add<<<4, 256>>>(a, out, fixed);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* run = function(m, "run");
+  ASSERT_NE(run, nullptr);
+  std::map<std::string, std::optional<int64_t>> sizes;
+  for (const ir::Node* n : nodes(*run, "host_sync", [](const ir::Node& n) { return n.attr("buffer") != nullptr; })) {
+    const ir::Attr* bytes = n->attr("bytes");
+    sizes[std::get<std::string>(*n->attr("buffer"))] = bytes ? std::optional<int64_t>(std::get<int64_t>(*bytes)) : std::nullopt;
+  }
+  ASSERT_EQ(sizes.size(), 6u);
+  EXPECT_EQ(sizes["a"], 4000);
+  EXPECT_EQ(sizes["out"], 4000);
+  EXPECT_FALSE(sizes["b"]);  // written through a reference parameter
+  EXPECT_FALSE(sizes["c"]);  // its address taken
+  EXPECT_FALSE(sizes["d"]);  // assigned after its declaration
+  EXPECT_FALSE(sizes["e"]);  // a parameter
+  // add reads only `a` (4000 bytes) at its one launch: a small launch, marked cold.
+  const ir::Function* add = function(m, "add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_NE(fn_str(*add, "cold").find("at most 4 KiB"), std::string::npos) << fn_str(*add, "cold");
+}
+
+TEST(CudaSmallLaunches, ALaunchOfUnknownOrLargeBuffersIsNotSmall) {
+  auto m = parse(R"(
+__global__ void add(const float* a, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] * 2.0f;
+}
+__global__ void big(const float* a, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] * 2.0f;
+}
+void run(const float* input, float* out) {
+  float *a, *huge;
+  cudaMalloc((void**)&a, 1000 * sizeof(float));
+  cudaMalloc((void**)&huge, (8 << 20) * sizeof(float));
+  add<<<4, 256>>>(a, out, 1000);
+  add<<<4, 256>>>(input, out, 1000);  // input: a buffer of unknown size
+  big<<<4, 256>>>(huge, out, 1000);   // 32 MiB allocated
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  for (const char* name : {"add", "big"}) {
+    const ir::Function* f = function(m, name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_EQ(fn_str(*f, "cold"), "") << name;
+  }
+}
+
 }  // namespace
 }  // namespace mlsem::cuda
