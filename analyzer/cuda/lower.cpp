@@ -129,33 +129,42 @@ bool FunctionLowering::thread_dependent(const Poly& p) const {
 }
 
 // Non-type template parameters that every instantiation of the kernel in the file sets to
-// at most 256 (a head size, a filter width); one instantiated with 4096, or never, is not.
-std::set<std::string> FunctionLowering::small_template_params() const {
-  std::set<std::string> params;
+// at most 256 (a head size, a filter width), with the largest value they are given; one
+// instantiated with 4096, or never, is not.
+std::map<std::string, int64_t> FunctionLowering::small_template_params() const {
+  std::map<std::string, int64_t> params;
   const clang::FunctionTemplateDecl* ft = fd_->getDescribedFunctionTemplate();
   if (!ft) return params;
   const clang::TemplateParameterList* list = ft->getTemplateParameters();
   for (unsigned i = 0; i < list->size(); ++i) {
     if (!llvm::isa<clang::NonTypeTemplateParmDecl>(list->getParam(i))) continue;
-    bool small = false;
+    std::optional<int64_t> largest;
     for (const clang::FunctionDecl* spec : ft->specializations()) {
       const clang::TemplateArgumentList* args = spec->getTemplateSpecializationArgs();
       if (!args || i >= args->size() || args->get(i).getKind() != clang::TemplateArgument::Integral ||
           args->get(i).getAsIntegral().getSExtValue() > 256) {
-        small = false;
+        largest.reset();
         break;
       }
-      small = true;
+      largest = std::max(largest.value_or(INT64_MIN), args->get(i).getAsIntegral().getSExtValue());
     }
-    if (small) params.insert(list->getParam(i)->getNameAsString());
+    if (largest) params[list->getParam(i)->getNameAsString()] = *largest;
   }
   return params;
 }
 
+// A loop bound that launches fix: small template parameters, blockDim, warpSize, and
+// literals; with each template parameter at its largest value, at most 256 when that
+// makes it a constant (ROWS * COLS instantiated <64, 64> is 4096: a loop over data).
 bool FunctionLowering::fixed_at_launch(const Poly& p) const {
-  for (const auto& s : p.symbols())
-    if (!small_params_.count(s) && s.rfind("blockDim.", 0) != 0 && s != "warpSize") return false;
-  return true;
+  Poly largest = p;
+  for (const auto& s : p.symbols()) {
+    auto it = small_params_.find(s);
+    if (it != small_params_.end()) largest = largest.substitute(s, Poly::constant(it->second));
+    else if (s.rfind("blockDim.", 0) != 0 && s != "warpSize") return false;
+  }
+  auto c = largest.as_constant();
+  return !c || *c <= 256;
 }
 
 bool FunctionLowering::lane_varying_nonaffine(const Poly& p) const {

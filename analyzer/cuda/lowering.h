@@ -196,7 +196,7 @@ class FunctionLowering {
   std::map<const clang::ValueDecl*, NodeId> decl_nodes_;  // params and shared arrays
   std::map<const clang::ParmVarDecl*, size_t> param_index_;
   std::set<std::string> thread_atoms_;  // symbols whose value differs between threads
-  std::set<std::string> small_params_;  // small_template_params(), once per function
+  std::map<std::string, int64_t> small_params_;  // small_template_params(), once per function
   std::vector<std::pair<uint32_t, uint32_t>> if_arms_;  // (then, else) regions of each if with an else
   std::set<std::string> float_atoms_;   // integers converted from a floating-point value
   std::set<std::string> lane_atoms_;    // ... and between lanes, not affinely
@@ -251,9 +251,10 @@ class FunctionLowering {
   bool region_has(uint32_t from, const char* kind, const char* flag) const;
 
   bool thread_dependent(const Poly& p) const;
-  // Every symbol of p is a small template parameter of the kernel, blockDim.* or warpSize.
+  // Every symbol of p is a small template parameter of the kernel, blockDim.* or warpSize,
+  // and with those parameters at their largest p is not a constant above 256.
   bool fixed_at_launch(const Poly& p) const;
-  std::set<std::string> small_template_params() const;
+  std::map<std::string, int64_t> small_template_params() const;
   bool lane_varying_nonaffine(const Poly& p) const;
 
   // An opaque value: named by its text, thread- and lane-dependence inherited.

@@ -420,6 +420,24 @@ __global__ void wide(float* y, const float* x, const float* b, int ld, int nb) {
   y[r] = acc;
 }
 template __global__ void wide<4096>(float*, const float*, const float*, int, int);
+template <int ROWS, int COLS>
+__global__ void tile_product(float* y, const float* x, const float* b, int ld, int nb) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  for (int c = 0; c < ROWS * COLS; c++) acc += x[c + r * ld];
+  for (int j = 0; j < nb; j++) acc += b[j * ld + r];
+  y[r] = acc;
+}
+template __global__ void tile_product<64, 64>(float*, const float*, const float*, int, int);
+template <int ROWS, int COLS>
+__global__ void tile_small(float* y, const float* x, const float* b, int ld, int nb) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  for (int c = 0; c < ROWS * COLS; c++) acc += x[c + r * ld];
+  for (int j = 0; j < nb; j++) acc += b[j * ld + r];
+  y[r] = acc;
+}
+template __global__ void tile_small<4, 8>(float*, const float*, const float*, int, int);
 __global__ void scaled(float* y, const float* x, const float* s, int stride, int nscale) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   float f = 0.0f;
@@ -455,6 +473,14 @@ __global__ void reduce_after_helper_loop(float* out, const float* x, int n) {
   auto wide = nodes(*function(m, "wide"), "load");
   ASSERT_EQ(wide.size(), 2u);
   EXPECT_FALSE(flag(*wide[0], "once_beside_data_loop"));
+  // So is a product of small template parameters above 256 (ROWS * COLS = 64 * 64); at
+  // 4 * 8 it is a short loop beside the runtime loop over nb.
+  auto product = nodes(*function(m, "tile_product"), "load");
+  ASSERT_EQ(product.size(), 2u);
+  EXPECT_FALSE(flag(*product[0], "once_beside_data_loop"));
+  auto small = nodes(*function(m, "tile_small"), "load");
+  ASSERT_EQ(small.size(), 2u);
+  EXPECT_TRUE(flag(*small[0], "once_beside_data_loop"));
   // A short runtime loop over a few broadcast scales is not the kernel's data: its strided
   // accesses outside it are.
   for (const auto* n : nodes(*function(m, "scaled"), "load"))
