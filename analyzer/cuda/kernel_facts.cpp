@@ -4,6 +4,7 @@
 #include "cuda/lowering.h"
 
 #include <algorithm>
+#include <set>
 
 namespace mlsem::cuda::detail {
 namespace {
@@ -72,6 +73,32 @@ void FunctionLowering::finish_device() {
   if (data_loop)
     for (const auto& acc : accesses_)
       if (!in_data_loop(acc)) fn_.nodes[acc.node].attrs["once_beside_data_loop"] = true;
+
+  // A strided sample: x[S*i + c] with a constant lane stride S of 32 or more and every
+  // moving term of the offset a multiple of S (a scan reading the top element of each
+  // 1024-element block). The kernel reads one element in S of the buffer (fewer than S/2
+  // with its sibling accesses at other constant offsets, which x[4*i + 0..3] fills): no
+  // layout coalesces the same reads, and they are a small share of the buffer.
+  auto constant_term = [](const Poly& p) {
+    auto it = p.terms().find(Poly::Monomial{});
+    return it == p.terms().end() ? int64_t{0} : it->second;
+  };
+  for (const auto& acc : accesses_) {
+    auto& n = fn_.nodes[acc.node];
+    auto ls = num_attr(n, "lane_stride");
+    int64_t eb = size_of(acc.ptr.elem);
+    if (acc.ptr.space != "global" || !ls || (*ls < 32 && *ls > -32) || eb <= 0) continue;
+    int64_t span = (*ls < 0 ? -*ls : *ls) * eb;  // bytes between neighbouring lanes
+    Poly moving = acc.ptr.byte_offset - Poly::constant(constant_term(acc.ptr.byte_offset));
+    if (moving.is_zero() || moving.content() % span != 0) continue;
+    std::set<int64_t> offsets;
+    for (const auto& other : accesses_)
+      if (other.ptr.name == acc.ptr.name && other.ptr.space == "global") {
+        int64_t c = constant_term(other.ptr.byte_offset);
+        if (other.ptr.byte_offset - Poly::constant(c) == moving) offsets.insert(((c % span) + span) % span);
+      }
+    if (2 * static_cast<int64_t>(offsets.size()) * eb < span) n.attrs["strided_sample"] = true;
+  }
 
   bool vectorizable_marked = false;
   for (auto& n : fn_.nodes) {

@@ -306,7 +306,7 @@ TEST(CliCache, CudaFilesFollowTheirHeaders) {
   ASSERT_EQ(report["findings"].size(), 1u);
   EXPECT_TRUE(contains(report["findings"][0]["measured"].get<std::string>(), "than the naive CUDA form"))
       << report["findings"][0]["measured"];
-  dir.write("proj/shape.h", "#define LANES_APART 32\n");
+  dir.write("proj/shape.h", "#define LANES_APART 2\n");
   EXPECT_EQ(rules(), std::set<std::string>{"CU001"});
 }
 
