@@ -397,6 +397,17 @@ void FunctionLowering::for_loop(const clang::ForStmt* f) {
   if (auto* bo = llvm::dyn_cast_or_null<clang::BinaryOperator>(f->getInit()); bo && bo->getOpcode() == clang::BO_Assign)
     if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(bo->getLHS()->IgnoreParenImpCasts()))
       var = llvm::dyn_cast<clang::VarDecl>(dre->getDecl());
+  // for (; l < n; l += s): a variable of the function, stepped by the increment (the
+  // remainder loop after an unrolled one continues from where that one stopped).
+  if (!var && !f->getInit() && f->getInc()) {
+    const clang::Expr* target = nullptr;
+    const clang::Expr* inc = f->getInc()->IgnoreParenImpCasts();
+    if (auto* uo = llvm::dyn_cast<clang::UnaryOperator>(inc); uo && uo->isIncrementDecrementOp()) target = uo->getSubExpr();
+    if (auto* bo = llvm::dyn_cast<clang::CompoundAssignOperator>(inc)) target = bo->getLHS();
+    if (auto* dre = target ? llvm::dyn_cast<clang::DeclRefExpr>(target->IgnoreParenImpCasts()) : nullptr)
+      if (auto* v = llvm::dyn_cast<clang::VarDecl>(dre->getDecl()); v && v->hasLocalStorage() && values_.count(v))
+        var = v;
+  }
   Poly init = var && values_.count(var) ? values_[var] : Poly();
   Step step = step_of(f->getInc(), var);
 
@@ -468,7 +479,12 @@ void FunctionLowering::for_loop(const clang::ForStmt* f) {
   finish_loop(f);
   loop_ = saved_loop;
   region_ = saved_region;
-  if (var) values_[var] = Poly::symbol(var->getNameAsString() + "~");
+  if (var) {
+    // After the loop: unknown, and still different between threads if it was.
+    std::string name = var->getNameAsString() + "~";
+    if (values_.count(var) && thread_dependent(values_[var])) thread_atoms_.insert(name), lane_atoms_.insert(name);
+    values_[var] = Poly::symbol(name);
+  }
 }
 
 void FunctionLowering::generic_loop(const clang::Stmt* s, const clang::Expr* cond, const clang::Stmt* body) {

@@ -624,5 +624,35 @@ void run(const float* input, float* out) {
   }
 }
 
+TEST(CudaLoops, ALoopSteppingAVariableOfTheFunctionMakesItTheInduction) {
+  // apex's LayerNorm backward: an unrolled loop over 4-element chunks, then the remainder
+  // loop `for (; l < n; ++l)` continuing from where it stopped. Both step l: in the first
+  // it is a block-stride walk, in the second it starts from an unknown, per-thread value
+  // (not the first loop's start plus one step), so the remainder's read is not strided.
+  auto m = parse(R"(
+__global__ void chunks(float* __restrict__ out, const float* __restrict__ x, int n) {
+  const int numx = blockDim.x;
+  float s = 0.0f;
+  int l = 4 * threadIdx.x;
+  for (; l + 3 < n; l += 4 * numx)
+    for (int k = 0; k < 4; ++k) s += x[l + k];
+  for (; l < n; ++l) s += x[l];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* f = function(m, "chunks");
+  ASSERT_NE(f, nullptr);
+  auto loads = nodes(*f, "load");
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_TRUE(flag(*loads[0], "chunk_per_thread"));
+  EXPECT_FALSE(flag(*loads[1], "uncoalesced")) << std::get<std::string>(*loads[1]->attr("index"));
+  EXPECT_TRUE(flag(*loads[1], "thread_dependent"));
+  std::vector<std::string> kinds;
+  for (const auto& r : f->regions)
+    if (r.kind == "loop" && r.attrs.count("induction")) kinds.push_back(std::get<std::string>(r.attrs.at("induction")));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"l", "k", "l"}));
+}
+
 }  // namespace
 }  // namespace mlsem::cuda
