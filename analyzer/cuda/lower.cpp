@@ -262,7 +262,7 @@ void FunctionLowering::walk(const clang::Stmt* s) {
       // Under launch-bound guards only (`if (col >= ncols) return;` with col =
       // threadIdx.x): whether any thread returns depends on the launches.
       bool only_bounds = true;
-      std::vector<std::pair<int, unsigned>> guards;
+      std::vector<LaunchBound> guards;
       for (uint32_t r = region_; r != 0; r = fn_.regions[r].parent) {
         const auto& reg = fn_.regions[r];
         auto it = reg.attrs.find("thread_dependent");
@@ -285,14 +285,25 @@ void FunctionLowering::walk(const clang::Stmt* s) {
     // Each case starts from what ran before the switch: a launch in one case does not
     // follow the launch of another (fall-through aside).
     DeviceOpState ops_before = device_ops();
+    // Under `case C:` of a switch on a variable, the variable is C (a launch's width).
+    auto* on_ref = llvm::dyn_cast<clang::DeclRefExpr>(strip(sw->getCond()));
+    auto* on = on_ref ? llvm::dyn_cast<clang::VarDecl>(on_ref->getDecl()) : nullptr;
     if (auto* body = llvm::dyn_cast_or_null<clang::CompoundStmt>(sw->getBody())) {
       for (const clang::Stmt* c : body->body()) {
-        if (llvm::isa<clang::SwitchCase>(c)) restore_device_ops(ops_before);
+        if (llvm::isa<clang::SwitchCase>(c)) {
+          restore_device_ops(ops_before);
+          if (on) case_values_.erase(on);
+          auto* cs = llvm::dyn_cast<clang::CaseStmt>(c);
+          if (on && cs && !cs->caseStmtIsGNURange() && !llvm::isa<clang::SwitchCase>(cs->getSubStmt()) &&
+              !cs->getLHS()->isValueDependent())
+            if (auto v = cs->getLHS()->getIntegerConstantExpr(ctx_)) case_values_[on] = v->getExtValue();
+        }
         walk(c);
       }
     } else {
       walk(sw->getBody());
     }
+    if (on) case_values_.erase(on);
   } else if (auto* e = llvm::dyn_cast<clang::Expr>(s)) {
     value(e);
   } else {
@@ -544,7 +555,7 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
     add("branch", i->getCond(),
         {{"thread_dependent", true}, {"interleaved_modulo", modulo}, {"single_thread", single},
          {"text", text(i->getCond())}});
-  std::optional<std::pair<int, unsigned>> bound = thread_dep ? launch_bound_guard(i->getCond()) : std::nullopt;
+  std::optional<LaunchBound> bound = thread_dep ? launch_bound_guard(i->getCond()) : std::nullopt;
   uint32_t saved = push_region("if", i->getThen(),
                                {{"thread_dependent", thread_dep}, {"single_thread", single},
                                 {"all_but_one_thread", all_but_one},
@@ -572,14 +583,38 @@ void FunctionLowering::if_stmt(const clang::IfStmt* i) {
   }
 }
 
-std::optional<std::pair<int, unsigned>> FunctionLowering::launch_bound_guard(const clang::Expr* cond) {
+std::optional<LaunchBound> FunctionLowering::launch_bound_guard(const clang::Expr* cond) {
   auto* bo = llvm::dyn_cast<clang::BinaryOperator>(strip(cond));
   if (!bo || (bo->getOpcode() != clang::BO_GE && bo->getOpcode() != clang::BO_LE)) return std::nullopt;
   const clang::Expr* index = strip(bo->getOpcode() == clang::BO_GE ? bo->getLHS() : bo->getRHS());
   const clang::Expr* bound = strip(bo->getOpcode() == clang::BO_GE ? bo->getRHS() : bo->getLHS());
-  auto* bound_ref = llvm::dyn_cast<clang::DeclRefExpr>(bound);
-  auto* param = bound_ref ? llvm::dyn_cast<clang::ParmVarDecl>(bound_ref->getDecl()) : nullptr;
-  if (!param || param->getDeclContext() != fd_ || !param->getType()->isIntegerType()) return std::nullopt;
+  auto param_of = [&](const clang::Expr* e) -> const clang::ParmVarDecl* {
+    auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(strip(e));
+    auto* param = ref ? llvm::dyn_cast<clang::ParmVarDecl>(ref->getDecl()) : nullptr;
+    return param && param->getDeclContext() == fd_ && param->getType()->isIntegerType() ? param : nullptr;
+  };
+  LaunchBound out;
+  if (auto* param = param_of(bound)) {
+    out.param = param->getFunctionScopeIndex();
+  } else {
+    // const int k = k_template == 0 ? k_arg : k_template;
+    auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(bound);
+    auto* local = ref ? llvm::dyn_cast<clang::VarDecl>(ref->getDecl()) : nullptr;
+    auto* choice = local && local->getType().isConstQualified() && local->getInit()
+                       ? llvm::dyn_cast<clang::ConditionalOperator>(strip(local->getInit()))
+                       : nullptr;
+    auto* test = choice ? llvm::dyn_cast<clang::BinaryOperator>(strip(choice->getCond())) : nullptr;
+    auto template_param = [](const clang::Expr* e) -> const clang::NonTypeTemplateParmDecl* {
+      auto* r = llvm::dyn_cast<clang::DeclRefExpr>(e->IgnoreParenImpCasts());
+      return r ? llvm::dyn_cast<clang::NonTypeTemplateParmDecl>(r->getDecl()) : nullptr;
+    };
+    if (!test || test->getOpcode() != clang::BO_EQ || !is_zero_literal(test->getRHS())) return std::nullopt;
+    const auto* t = template_param(test->getLHS());
+    const auto* p = param_of(choice->getTrueExpr());
+    if (!t || !p || template_param(choice->getFalseExpr()) != t) return std::nullopt;
+    out.param = p->getFunctionScopeIndex();
+    out.template_param = static_cast<int>(t->getIndex());
+  }
   Poly p;
   if (auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(index)) {
     auto* v = llvm::dyn_cast<clang::VarDecl>(ref->getDecl());
@@ -591,7 +626,10 @@ std::optional<std::pair<int, unsigned>> FunctionLowering::launch_bound_guard(con
   }
   const char* dims[] = {kThreadX, kThreadY, kThreadZ};
   for (int d = 0; d < 3; ++d)
-    if (p == Poly::symbol(dims[d])) return std::make_pair(d, param->getFunctionScopeIndex());
+    if (p == Poly::symbol(dims[d])) {
+      out.dim = d;
+      return out;
+    }
   return std::nullopt;
 }
 

@@ -171,6 +171,7 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   for (const clang::Expr* a : kc->arguments()) value(a);
   if (device_) return opaque(kc, false, false);  // dynamic parallelism: not modelled
   const clang::FunctionDecl* kernel = kc->getDirectCallee();
+  const clang::FunctionDecl* instance = kernel;  // the specialization launched, for a template
   std::string name = kernel ? kernel->getNameAsString() : text(kc->getCallee());
   if (kernel) {
     if (auto* pattern = kernel->getTemplateInstantiationPattern()) kernel = pattern;
@@ -219,10 +220,32 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
       auto a = constant(arg);
       return w && a && llvm::APSInt::isSameValue(*w, *a);
     };
+    // The width is the value `v`: the same constant, or a variable this case of a switch
+    // on it fixes (`switch (k) { case 32: kernel<64, 32><<<g, dim3(32, k)>>>(...); }`).
+    auto is_value = [&](const clang::Expr* width, int64_t v) {
+      if (!width) return v == 1;
+      if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(strip(width)))
+        if (auto it = case_values_.find(llvm::dyn_cast<clang::VarDecl>(dre->getDecl())); it != case_values_.end())
+          return it->second == v;
+      if (width->isValueDependent()) return false;
+      auto c = width->getIntegerConstantExpr(ctx_);
+      return c && c->getExtValue() == v;
+    };
+    const clang::TemplateArgumentList* targs = instance ? instance->getTemplateSpecializationArgs() : nullptr;
     bool dead = true;
-    for (const auto& [dim, index] : summary->launch_bound_returns) {
-      auto block = block_dim(config->getArg(1), dim);
-      dead = dead && block && index < kc->getNumArgs() && same(block->expr, kc->getArg(index));
+    for (const LaunchBound& b : summary->launch_bound_returns) {
+      auto block = block_dim(config->getArg(1), b.dim);
+      std::optional<int64_t> t;  // the template argument chosen over the parameter, if not 0
+      if (b.template_param >= 0) {
+        if (!targs || static_cast<unsigned>(b.template_param) >= targs->size() ||
+            targs->get(b.template_param).getKind() != clang::TemplateArgument::Integral) {
+          dead = false;
+          continue;
+        }
+        if (int64_t v = targs->get(b.template_param).getAsIntegral().getSExtValue(); v != 0) t = v;
+      }
+      dead = dead && block &&
+             (t ? is_value(block->expr, *t) : b.param < kc->getNumArgs() && same(block->expr, kc->getArg(b.param)));
     }
     attrs["bound_returns_dead"] = dead;
   }

@@ -80,14 +80,22 @@ class Positions {
 // ---------------------------------------------------------------------------
 // Per-kernel facts the host side needs to reason about launches.
 
+struct LaunchBound {
+  int dim = 0;                // D: 0, 1, 2 for x, y, z
+  unsigned param = 0;         // P's index among the kernel's parameters
+  int template_param = -1;    // T's index among its template parameters; -1: none
+};
+
 struct KernelSummary {
   std::vector<bool> param_read, param_written;
   bool pointwise = false;
   bool gemm = false;
-  // Early returns under `if (threadIdx.D >= P)`, P a parameter: (D as 0/1/2, P's index).
-  // Such a return never runs when every launch makes blockDim.D the argument it passes
-  // for P (ggml's argsort: block_dims(ncols_pad, 1, 1) and ncols_pad).
-  std::vector<std::pair<int, unsigned>> launch_bound_returns;
+  // Early returns under `if (threadIdx.D >= P)`, P a parameter, or a local initialized
+  // `T == 0 ? P : T` with T a template parameter (ggml's `k_template == 0 ? k_arg :
+  // k_template`). Such a return never runs when every launch makes blockDim.D what P is
+  // there: the argument it passes for P (ggml's argsort: block_dims(ncols_pad, 1, 1) and
+  // ncols_pad), or the value it instantiates T with when that is not 0.
+  std::vector<LaunchBound> launch_bound_returns;
 };
 
 // A host function that queues device work (llm.c's `residual_forward` around
@@ -204,7 +212,8 @@ class FunctionLowering {
   bool saw_thread_modulo_ = false;
   bool thread_dependent_return_ = false;
   bool launch_bound_return_ = false;  // after a return summary_.launch_bound_returns holds
-  std::map<uint32_t, std::pair<int, unsigned>> launch_bound_guards_;  // if region -> (D, P)
+  std::map<uint32_t, LaunchBound> launch_bound_guards_;  // if region -> its bound
+  std::map<const clang::VarDecl*, int64_t> case_values_;  // host: `case C:` of a switch on the variable
   bool one_thread_left_ = false;  // after if (threadIdx.x != 0) return;
   std::vector<NodeId> barriers_, atomics_;
   bool uses_shuffle_ = false, has_vector_access_ = false, serial_reduction_done_ = false;
@@ -355,7 +364,7 @@ class FunctionLowering {
   std::optional<BlockDim> block_dim(const clang::Expr* e, int dim) const;
   std::optional<int64_t> block_x(const clang::Expr* e) const;  // blockDim.x when a constant
   // `if (threadIdx.D >= P)`: (D, P's index), P an integer parameter of this kernel.
-  std::optional<std::pair<int, unsigned>> launch_bound_guard(const clang::Expr* cond);
+  std::optional<LaunchBound> launch_bound_guard(const clang::Expr* cond);
 
   Poly host_call(const clang::CallExpr* call, const std::string& name);
 

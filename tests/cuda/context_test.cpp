@@ -371,6 +371,56 @@ void run_literal(int* dst, int nrows) { sort_rows<<<nrows, 128, 0>>>(dst, 128); 
   EXPECT_TRUE(after_return(parse(kernel)));
 }
 
+// ggml's solve_tri: the bound is `k_template == 0 ? k_arg : k_template`, and the launcher
+// switches on k, instantiating <k> in `case k:` with a block k threads tall, or <0> with
+// k passed for k_arg. Every launch makes blockDim.y what the bound is there. A case whose
+// template argument differs from its value, or a <0> launch passing another count, does not.
+TEST(CudaBarriers, ABoundChosenBetweenATemplateArgumentAndAParameterFollowsEachLaunch) {
+  const char* kernel = R"(
+template <int k_template>
+__global__ void solve(float* x, int k_arg) {
+  const int k = k_template == 0 ? k_arg : k_template;
+  const int col = threadIdx.y;
+  if (col >= k) return;
+  __shared__ float s[32 * 32];
+  s[threadIdx.x + 32 * col] = x[threadIdx.x + 32 * col];
+  __syncthreads();
+  x[threadIdx.x + 32 * col] = s[col + 32 * threadIdx.x];
+}
+)";
+  auto after_return = [](const ir::Module& m) {
+    for (const auto& f : m.functions)
+      if (f.name.find("solve") != std::string::npos)
+        for (const ir::Node* b : nodes(f, "barrier")) return flag(*b, "after_thread_dependent_return");
+    ADD_FAILURE() << "no barrier in solve";
+    return false;
+  };
+  auto launches = [&](const char* cases) {
+    return parse(std::string(kernel) + R"(
+void run(float* x, int k) {
+  dim3 threads(32, k);
+  switch (k) {
+)" + cases + R"(
+    default: solve<0><<<1, threads>>>(x, k);
+  }
+}
+)");
+  };
+  auto exact = launches("    case 16: solve<16><<<1, threads>>>(x, 0); break;\n"
+                        "    case 8: solve<8><<<1, threads>>>(x, 0); break;\n");
+  ASSERT_TRUE(exact.diagnostics.empty()) << exact.diagnostics[0].message;
+  EXPECT_FALSE(after_return(exact));
+  EXPECT_TRUE(after_return(launches("    case 16: solve<8><<<1, threads>>>(x, 0); break;\n")));
+  auto other_count = parse(std::string(kernel) + R"(
+void run(float* x, int k, int j) {
+  dim3 threads(32, k);
+  solve<0><<<1, threads>>>(x, j);
+}
+)");
+  ASSERT_TRUE(other_count.diagnostics.empty()) << other_count.diagnostics[0].message;
+  EXPECT_TRUE(after_return(other_count));
+}
+
 TEST(CudaLaneStride, ShortChunkPerThreadIsNotARowPerThread) {
   auto m = parse(R"(
 __global__ void chunk4(float* out, const float* g, int n) {
