@@ -94,6 +94,36 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
     if (!variant.count(name) && (l.find("naive") != std::string::npos || l.find("baseline") != std::string::npos))
       variant[name] = "named as the naive version (" + name + "), kept to compare faster ones against";
   }
+  // Kernels a benchmark times against each other through one pointer: a loop that records
+  // events or reads a timer launches `kernel`, which the function sets to each of several
+  // kernels in turn (cuda-samples' transpose: copy, naive, coalesced, ...). One also
+  // launched by name elsewhere in the file runs for real.
+  for (const ir::Function& fn : module.functions)
+    for (const ir::Node& n : fn.nodes) {
+      const auto* list = n.attr("pointer_kernels");
+      if (n.op != "launch" || !list || !std::holds_alternative<std::string>(*list)) continue;
+      bool timed = false;
+      for (uint32_t r = n.region; r < fn.regions.size(); r = fn.regions[r].parent) {
+        auto t = fn.regions[r].attrs.find("timing");
+        timed |= fn.regions[r].kind == "loop" && t != fn.regions[r].attrs.end() && std::get_if<bool>(&t->second) &&
+                 std::get<bool>(t->second);
+        if (r == 0) break;
+      }
+      std::vector<std::string> names;
+      const std::string& text = std::get<std::string>(*list);
+      for (size_t start = 0; start < text.size();) {
+        size_t end = std::min(text.find(',', start), text.size());
+        names.push_back(text.substr(start, end - start));
+        start = end + 1;
+      }
+      if (!timed || names.size() < 2) continue;
+      std::string shown;
+      for (const std::string& name : names) shown += (shown.empty() ? "" : ", ") + name;
+      for (const std::string& name : names)
+        if (!variant.count(name) && callers[name].empty())
+          variant[name] = "one of the " + std::to_string(names.size()) + " kernels (" + shown + ") that " +
+                          simple_name(fn.name) + " times against each other through one pointer: a benchmark of alternatives";
+    }
   // Helpers reached only from variants are part of them.
   for (bool changed = !variant.empty(); changed;) {
     changed = false;

@@ -167,6 +167,36 @@ std::optional<int64_t> FunctionLowering::block_x(const clang::Expr* e) const {
   return std::nullopt;
 }
 
+// The kernels a function-pointer variable is given in this function: its initializer and
+// each `v = &kernel` (or `v = kernel`). Empty when the callee is not such a variable.
+std::set<std::string> FunctionLowering::pointer_kernels(const clang::Expr* callee) const {
+  std::set<std::string> out;
+  const clang::Expr* e = callee->IgnoreParenCasts();
+  if (auto* uo = llvm::dyn_cast<clang::UnaryOperator>(e); uo && uo->getOpcode() == clang::UO_Deref)
+    e = uo->getSubExpr()->IgnoreParenCasts();
+  auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(e);
+  auto* var = ref ? llvm::dyn_cast<clang::VarDecl>(ref->getDecl()) : nullptr;
+  if (!var) return out;
+  auto add = [&](const clang::Expr* value) {
+    const clang::Expr* v = value->IgnoreParenCasts();
+    if (auto* uo = llvm::dyn_cast<clang::UnaryOperator>(v); uo && uo->getOpcode() == clang::UO_AddrOf)
+      v = uo->getSubExpr()->IgnoreParenCasts();
+    if (auto* r = llvm::dyn_cast<clang::DeclRefExpr>(v))
+      if (auto* f = llvm::dyn_cast<clang::FunctionDecl>(r->getDecl()); f && f->hasAttr<clang::CUDAGlobalAttr>())
+        out.insert(f->getNameAsString());
+  };
+  if (var->getInit()) add(var->getInit());
+  std::function<void(const clang::Stmt*)> walk = [&](const clang::Stmt* s) {
+    if (!s) return;
+    if (auto* bo = llvm::dyn_cast<clang::BinaryOperator>(s); bo && bo->getOpcode() == clang::BO_Assign)
+      if (auto* lhs = llvm::dyn_cast<clang::DeclRefExpr>(bo->getLHS()->IgnoreParenImpCasts()); lhs && lhs->getDecl() == var)
+        add(bo->getRHS());
+    for (const clang::Stmt* c : s->children()) walk(c);
+  };
+  walk(fd_->getBody());
+  return out;
+}
+
 Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   for (const clang::Expr* a : kc->arguments()) value(a);
   if (device_) return opaque(kc, false, false);  // dynamic parallelism: not modelled
@@ -178,6 +208,13 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   }
   const clang::CallExpr* config = kc->getConfig();
   std::map<std::string, Attr> attrs{{"kernel", name}};
+  if (!kernel) {
+    // Through a function pointer (`kernel = &transposeNaive; ... kernel<<<g, b>>>(...)`):
+    // the kernels this function assigns to it.
+    std::string assigned;
+    for (const std::string& k : pointer_kernels(kc->getCallee())) assigned += (assigned.empty() ? "" : ",") + k;
+    if (!assigned.empty()) attrs["pointer_kernels"] = assigned;
+  }
   if (config && config->getNumArgs() >= 2) {
     attrs["grid"] = text(config->getArg(0));
     attrs["block"] = text(config->getArg(1));

@@ -355,6 +355,8 @@ class FunctionLowering {
                    const std::set<std::string>& reads, const std::set<std::string>& writes);
 
   Poly launch(const clang::CUDAKernelCallExpr* kc);
+  // The kernels a function-pointer callee is assigned in this function (empty: not one).
+  std::set<std::string> pointer_kernels(const clang::Expr* callee) const;
 
   // A launch's block argument, one component: the expression the source gives for it,
   // or none for a component left out (1).
