@@ -24,6 +24,17 @@ std::string simple_name(const std::string& qualified) {
 // of another function of the file (`via`): those are the wrapper's own, with their shape.
 bool own_launch(const ir::Node& n) { return n.op == "launch" && !n.attr("via"); }
 
+// "a,b,c" -> {"a", "b", "c"}; "" -> {}.
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < list.size();) {
+    size_t end = std::min(list.find(',', start), list.size());
+    out.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<NumberedName> numbered_name(const std::string& name) {
@@ -109,13 +120,7 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
                  std::get<bool>(t->second);
         if (r == 0) break;
       }
-      std::vector<std::string> names;
-      const std::string& text = std::get<std::string>(*list);
-      for (size_t start = 0; start < text.size();) {
-        size_t end = std::min(text.find(',', start), text.size());
-        names.push_back(text.substr(start, end - start));
-        start = end + 1;
-      }
+      std::vector<std::string> names = split(std::get<std::string>(*list));
       if (!timed || names.size() < 2) continue;
       std::string shown;
       for (const std::string& name : names) shown += (shown.empty() ? "" : ", ") + name;
@@ -182,29 +187,43 @@ void mark_small_launches(ir::Module& module) {
       if (!fresh) it->second = it->second && b ? std::optional<int64_t>(std::max(*it->second, *b)) : std::nullopt;
     }
   if (sizes.empty()) return;
-  // Per kernel: the most any of its launches reads, when every launch reads only such
-  // buffers (none when one reads a buffer of unknown size, or names none).
+  // Per kernel: the most any of its launches touches, when every launch reads and writes
+  // only such buffers (none when one touches a buffer of unknown size, or names none); a
+  // buffer both read and written counts twice.
   std::map<std::string, std::optional<int64_t>> most;
   std::map<std::string, std::string> biggest;  // the largest buffer read, for the message
   for (const ir::Function& fn : module.functions)
     for (const ir::Node& n : fn.nodes) {
       const auto* k = n.attr("kernel");
-      const auto* reads = n.attr("read_buffers");
       if (!own_launch(n) || !k || !std::holds_alternative<std::string>(*k)) continue;
       std::string kernel = simple_name(std::get<std::string>(*k));
       std::optional<int64_t> total = 0;
       std::string largest;
       int64_t largest_bytes = -1;
-      std::string list = reads && std::holds_alternative<std::string>(*reads) ? std::get<std::string>(*reads) : "";
+      // What it reads and what it writes (a kernel filling a large output is not small).
+      std::string list;
+      for (const char* key : {"read_buffers", "write_buffers"})
+        if (const auto* b = n.attr(key); b && std::holds_alternative<std::string>(*b) && !std::get<std::string>(*b).empty())
+          list += (list.empty() ? "" : ",") + std::get<std::string>(*b);
       if (list.empty()) total.reset();
-      for (size_t start = 0; total && start < list.size();) {
-        size_t end = list.find(',', start);
-        std::string name = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        start = end == std::string::npos ? list.size() : end + 1;
+      // Written buffers of unknown size that this launch bounds (a fixed grid and block,
+      // stores outside loops): `d_Histogram[blockIdx.x] = ...` by one thread a block.
+      std::map<std::string, int64_t> bounded;
+      if (const auto* b = n.attr("bounded_writes"); b && std::holds_alternative<std::string>(*b))
+        for (const std::string& item : split(std::get<std::string>(*b)))
+          if (size_t colon = item.rfind(':'); colon != std::string::npos)
+            bounded[item.substr(0, colon)] = std::stoll(item.substr(colon + 1));
+      std::set<std::string> written;
+      if (const auto* w = n.attr("write_buffers"); w && std::holds_alternative<std::string>(*w))
+        for (const std::string& name : split(std::get<std::string>(*w))) written.insert(name);
+      for (const std::string& name : split(list)) {
+        if (!total) break;
         auto it = sizes.find(name);
-        if (it == sizes.end() || !it->second) { total.reset(); break; }
-        *total += *it->second;
-        if (*it->second > largest_bytes) largest_bytes = *it->second, largest = name;
+        std::optional<int64_t> bytes = it != sizes.end() ? it->second : std::nullopt;
+        if (!bytes && written.count(name) && bounded.count(name)) bytes = bounded[name];
+        if (!bytes) { total.reset(); break; }
+        *total += *bytes;
+        if (*bytes > largest_bytes) largest_bytes = *bytes, largest = name;
       }
       auto [it, fresh] = most.try_emplace(kernel, total);
       if (!fresh) it->second = it->second && total ? std::optional<int64_t>(std::max(*it->second, *total)) : std::nullopt;
@@ -214,8 +233,8 @@ void mark_small_launches(ir::Module& module) {
     auto it = most.find(simple_name(fn.name));
     if (it == most.end() || !it->second || *it->second > kSmallLaunchBytes) continue;
     int64_t kib = (*it->second + 1023) / 1024;
-    fn.attrs["cold"] = "every launch of " + simple_name(fn.name) + " in this file reads only buffers the file allocates "
-                       "with a fixed size (at most " + std::to_string(kib) + " KiB a launch; the largest is " +
+    fn.attrs["cold"] = "every launch of " + simple_name(fn.name) + " in this file reads and writes only buffers the file "
+                       "allocates with a fixed size (at most " + std::to_string(kib) + " KiB a launch; the largest is " +
                        biggest[simple_name(fn.name)] + "): so little data moves in a few microseconds, and how it "
                        "is accessed costs little";
   }

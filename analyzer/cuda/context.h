@@ -25,8 +25,8 @@ std::optional<NumberedName> numbered_name(const std::string& name);
 // each device function's callees by name.
 void mark_variants(ir::Module& module, const std::map<std::string, std::set<std::string>>& device_callees);
 
-// Kernels whose every launch in this file reads only buffers that the file cudaMallocs
-// with a size it fixes (`cudaMalloc(&d_A, 50000 * sizeof(float))`, or through locals
+// Kernels whose every launch in this file reads and writes only buffers that the file
+// cudaMallocs with a size it fixes (`cudaMalloc(&d_A, 50000 * sizeof(float))`, or through locals
 // never written after), at most kSmallLaunchBytes in all per launch: Function::attrs["cold"]
 // (why). Such a kernel moves its data in microseconds, whatever its access pattern.
 inline constexpr int64_t kSmallLaunchBytes = int64_t{4} << 20;

@@ -43,6 +43,9 @@ NodeId FunctionLowering::device_op(const char* op, const clang::Stmt* at, std::m
     read_buffers += (read_buffers.empty() ? "" : ",") + r;
   }
   attrs["read_buffers"] = read_buffers;
+  std::string write_buffers;
+  for (const auto& w : writes) write_buffers += (write_buffers.empty() ? "" : ",") + w;
+  attrs["write_buffers"] = write_buffers;
   attrs["consumes_previous_output"] = consumes;
   attrs["in_loop"] = loop_ >= 0;
   std::vector<NodeId> inputs;
@@ -244,6 +247,25 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
     if (written) writes.insert(buf);
   }
   attrs["args"] = args;
+  // Launched with a grid and block the function fixes: each buffer the kernel stores to
+  // only outside loops gets at most threads x what a thread stores ("name:bytes,...").
+  if (summary && config && config->getNumArgs() >= 2) {
+    std::optional<int64_t> threads = 1;
+    for (unsigned c = 0; c < 2 && threads; ++c)
+      for (int d = 0; d < 3 && threads; ++d) {
+        auto dim = block_dim(config->getArg(c), d);
+        auto v = !dim ? std::nullopt : dim->expr ? host_constant(dim->expr) : std::optional<int64_t>(1);
+        if (!v || *v <= 0 || __builtin_mul_overflow(*threads, *v, &*threads)) threads.reset();
+      }
+    std::string bounded;
+    for (unsigned i = 0; threads && i < kc->getNumArgs() && i < summary->param_store_bytes.size(); ++i) {
+      int64_t per_thread = summary->param_store_bytes[i], total = 0;
+      std::string buf = kc->getArg(i)->getType()->isPointerType() ? buffer_name(kc->getArg(i)) : "";
+      if (per_thread > 0 && !buf.empty() && !__builtin_mul_overflow(*threads, per_thread, &total))
+        bounded += (bounded.empty() ? "" : ",") + buf + ":" + std::to_string(total);
+    }
+    if (!bounded.empty()) attrs["bounded_writes"] = bounded;
+  }
   // Its early returns under `threadIdx.D >= P` never run: blockDim.D is what it passes for P.
   if (summary && !summary->launch_bound_returns.empty() && config && config->getNumArgs() >= 2) {
     // The same expression (same_expr, not by text) or the same integer constant.

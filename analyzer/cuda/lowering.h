@@ -88,6 +88,10 @@ struct LaunchBound {
 
 struct KernelSummary {
   std::vector<bool> param_read, param_written;
+  // Bytes one thread stores through each parameter when all its stores to it are outside
+  // loops (the sum over those stores); -1 when any is in a loop or made another way (a
+  // helper, an atomic), or it is not written.
+  std::vector<int64_t> param_store_bytes;
   bool pointwise = false;
   bool gemm = false;
   // Early returns under `if (threadIdx.D >= P)`, P a parameter, or a local initialized

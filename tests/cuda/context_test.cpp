@@ -641,10 +641,10 @@ void run(int runtime) {
   EXPECT_FALSE(sizes["c"]);  // its address taken
   EXPECT_FALSE(sizes["d"]);  // assigned after its declaration
   EXPECT_FALSE(sizes["e"]);  // a parameter
-  // add reads only `a` (4000 bytes) at its one launch: a small launch, marked cold.
+  // add reads `a` and writes `out` (4000 bytes each) at its one launch: a small launch, marked cold.
   const ir::Function* add = function(m, "add");
   ASSERT_NE(add, nullptr);
-  EXPECT_NE(fn_str(*add, "cold").find("at most 4 KiB"), std::string::npos) << fn_str(*add, "cold");
+  EXPECT_NE(fn_str(*add, "cold").find("at most 8 KiB"), std::string::npos) << fn_str(*add, "cold");
 }
 
 TEST(CudaSmallLaunches, ALaunchOfUnknownOrLargeBuffersIsNotSmall) {
@@ -657,21 +657,32 @@ __global__ void big(const float* a, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] * 2.0f;
 }
-void run(const float* input, float* out) {
+__global__ void fill(const float* a, float* c, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[0];
+}
+__global__ void head(const float* a, float* c) { c[blockIdx.x * blockDim.x + threadIdx.x] = a[0]; }
+__global__ void head_sized(const float* a, float* c) { c[blockIdx.x * blockDim.x + threadIdx.x] = a[0]; }
+void run(const float* input, float* out, int n_out) {
   float *a, *huge;
   cudaMalloc((void**)&a, 1000 * sizeof(float));
   cudaMalloc((void**)&huge, (8 << 20) * sizeof(float));
   add<<<4, 256>>>(a, out, 1000);
   add<<<4, 256>>>(input, out, 1000);  // input: a buffer of unknown size
   big<<<4, 256>>>(huge, out, 1000);   // 32 MiB allocated
+  fill<<<4, 256>>>(a, out, 1000);     // writes `out`, of unknown size, in a loop
+  head<<<4, 256>>>(a, out);           // one store a thread, 4 x 256 threads: 4 KiB
+  head_sized<<<(n_out + 255) / 256, 256>>>(a, out);  // a grid of unknown size
 }
 )");
   ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
-  for (const char* name : {"add", "big"}) {
+  for (const char* name : {"add", "big", "fill", "head_sized"}) {
     const ir::Function* f = function(m, name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(fn_str(*f, "cold"), "") << name;
   }
+  ASSERT_NE(function(m, "head"), nullptr);
+  EXPECT_NE(fn_str(*function(m, "head"), "cold").find("at most 8 KiB"), std::string::npos)
+      << fn_str(*function(m, "head"), "cold");
 }
 
 TEST(CudaLoops, ALoopSteppingAVariableOfTheFunctionMakesItTheInduction) {
