@@ -215,9 +215,7 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
   std::unique_ptr<llvm::MemoryBuffer> main_buffer;
   std::shared_ptr<clang::PrecompiledPreamble> preamble;
   if (toolkit) {
-    std::string key;
-    for (const auto& a : cl.args) key += a + '\x1f';
-    preamble = toolkit_preamble(key, *invocation, vfs);
+    preamble = toolkit_preamble(preamble_key(cl.args), *invocation, vfs);
     main_buffer = llvm::MemoryBuffer::getMemBufferCopy(contents, main_path);
     if (preamble && preamble->CanReuse(*invocation, main_buffer->getMemBufferRef(), preamble->getBounds(), *vfs)) {
       invocation->getPreprocessorOpts().RetainRemappedFileBuffers = true;

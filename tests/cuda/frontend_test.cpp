@@ -713,5 +713,24 @@ TEST(CudaCompileCommands, NvccFlagsAreTranslated) {
   EXPECT_NE(function(m, "k"), nullptr);
 }
 
+// Files of one project compiled with different -I directories share the toolkit
+// preamble, unless a directory holds a header the preamble includes (it could change
+// what <cuda_fp16.h> resolves to). Other flags (-D, -std) still tell preambles apart.
+TEST(CudaCompileCommands, ThePreambleKeyLeavesOutProjectIncludeDirectories) {
+  fs::path dir = fs::temp_directory_path() / ("mlsem_cuda_key_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  fs::create_directories(dir / "shadow");
+  std::ofstream(dir / "shadow" / "cuda_fp16.h") << "// a project's own cuda_fp16.h\n";
+  auto key = [&](const std::string& inc, const std::string& define) {
+    return preamble_key({"-x", "cuda", "-I" + (dir / inc).string(), define, "-std=c++17"});
+  };
+  std::string a = key("a", "-DX=1"), b = key("b", "-DX=1"), shadow = key("shadow", "-DX=1"), other = key("a", "-DX=2");
+  fs::remove_all(dir);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, shadow);
+  EXPECT_NE(a, other);
+}
+
 }  // namespace
 }  // namespace mlsem::cuda
