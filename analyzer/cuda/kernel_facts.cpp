@@ -162,8 +162,15 @@ std::map<const clang::ValueDecl*, std::string> FunctionLowering::find_reuse() co
   for (const auto& sym : {"blockDim.x", "blockDim.y", "blockDim.z", "gridDim.x", "gridDim.y", "gridDim.z"}) known.insert(sym);
   std::map<const clang::ValueDecl*, std::string> out;
   std::map<const clang::ValueDecl*, std::vector<const Access*>> loads;
+  // A volatile pointee (also through a typedef: `typedef volatile int LatchType;`) is
+  // read again on purpose: a flag polled until another thread or the host sets it.
+  auto is_volatile = [](const clang::ValueDecl* d) {
+    clang::QualType t = d->getType();
+    return t->isPointerType() && t->getPointeeType().isVolatileQualified();
+  };
   for (const auto& acc : accesses_)
-    if (!acc.store && acc.ptr.space == "global" && acc.ptr.decl_ptr) loads[acc.ptr.decl_ptr].push_back(&acc);
+    if (!acc.store && acc.ptr.space == "global" && acc.ptr.decl_ptr && !is_volatile(acc.ptr.decl_ptr))
+      loads[acc.ptr.decl_ptr].push_back(&acc);
   // Region `inner` is `outer` or inside it (two loads in the two arms of an if are not
   // both executed).
   auto within = [&](uint32_t inner, uint32_t outer) { return region_within(fn_, inner, outer); };

@@ -417,6 +417,11 @@ Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string&
             : text(kind).find("DeviceToDevice") != std::string::npos)
       return Poly();
   }
+  // Launches on another GPU do not follow the ones before (cuda-samples' simpleP2P).
+  if (name == "cudaSetDevice") {
+    restore_device_ops({ir::kNoNode, {}});
+    return Poly();
+  }
   static const std::map<std::string, std::string> kSyncs = {
       {"cudaDeviceSynchronize", "device"}, {"cudaStreamSynchronize", "stream"},
       {"cudaEventSynchronize", "event"},   {"cudaMemcpy", "memcpy"},

@@ -122,6 +122,7 @@ __host__ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, c
 __host__ cudaError_t cudaMemset(void* p, int v, size_t bytes);
 __host__ cudaError_t cudaMemsetAsync(void* p, int v, size_t bytes, cudaStream_t s = 0);
 __host__ cudaError_t cudaDeviceSynchronize();
+__host__ cudaError_t cudaSetDevice(int device);
 __host__ cudaError_t cudaStreamSynchronize(cudaStream_t s);
 __host__ cudaError_t cudaStreamCreate(cudaStream_t* s);
 __host__ cudaError_t cudaEventCreate(cudaEvent_t* e);

@@ -148,6 +148,12 @@ __global__ void twice(float* out, float* x, int n) {
   out[i] = x[i];
   out[i + n] = x[i] * 2.0f;
 }
+typedef volatile int Latch;
+__global__ void wait_twice(float* out, Latch* flag, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  while (flag[0] == 0) {}
+  out[i] = flag[0];
+}
 )");
   const ir::Function* f = function(m, "scale_rows");
   ASSERT_NE(f, nullptr);
@@ -158,6 +164,9 @@ __global__ void twice(float* out, float* x, int n) {
   const ir::Function* t = function(m, "twice");
   ASSERT_NE(t, nullptr);
   EXPECT_TRUE(flag(*param(*t, "x"), "reused"));
+  // A volatile flag (through a typedef, as cuda-samples' LatchType) is polled on purpose.
+  ASSERT_NE(function(m, "wait_twice"), nullptr);
+  EXPECT_FALSE(flag(*param(*function(m, "wait_twice"), "flag"), "reused"));
 }
 
 // apex: a column sum whose index the inner loop steps itself (flat_idx += features) reads

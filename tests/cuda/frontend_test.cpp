@@ -284,6 +284,12 @@ void chained(const tensor* x, tensor* dst, int n) {
   scale<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n);
   scale<<<(n + 255) / 256, 256>>>((const float*)dst->data, (float*)dst->data, n);
 }
+void on_two_gpus(const tensor* x, tensor* dst, int n) {
+  cudaSetDevice(1);
+  scale<<<(n + 255) / 256, 256>>>((const float*)x->data, (float*)dst->data, n);
+  cudaSetDevice(0);
+  scale<<<(n + 255) / 256, 256>>>((const float*)dst->data, (float*)dst->data, n);
+}
 )");
   ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
   auto launches = nodes(*function(m, "by_type"), "launch");
@@ -292,6 +298,10 @@ void chained(const tensor* x, tensor* dst, int n) {
   auto chained = nodes(*function(m, "chained"), "launch");
   ASSERT_EQ(chained.size(), 2u);
   EXPECT_TRUE(flag(*chained[1], "consumes_previous_output"));
+  // After cudaSetDevice the next launch runs on another GPU (cuda-samples' simpleP2P).
+  auto two = nodes(*function(m, "on_two_gpus"), "launch");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_FALSE(flag(*two[1], "consumes_previous_output"));
 }
 
 // llm.c's forward pass: each kernel behind a host function, the pass a sequence of calls.
