@@ -174,7 +174,10 @@ NodeId FunctionLowering::emit_access(const clang::Expr* e, const Pointer& p, boo
     bool zero_x = lx.constant && *lx.constant == 0;
     if (unit_x) a["contiguous_dim_from"] = std::string("x");
     else if (ly.constant && *ly.constant == 1) a["contiguous_dim_from"] = std::string("y");
-    if (p.space == "global") a["uncoalesced"] = !unit_x && !zero_x;
+    // Lanes at most 4 bytes apart (a uchar RGB or RGBA pixel each, x[3*i + c] on bytes):
+    // a warp's access spans one 128-byte line, as 32 unit-stride floats do.
+    bool within_line = lx.constant && (*lx.constant < 0 ? -*lx.constant : *lx.constant) * elem_bytes <= 4;
+    if (p.space == "global") a["uncoalesced"] = !unit_x && !zero_x && !within_line;
     // x[L*lane + k] for k < L in a loop (or L*lane + k for a vector's k components):
     // each thread walks its own L consecutive elements, and over the loop the warp reads
     // one contiguous span, so L1 merges the sectors. Wider loads are the advice, not

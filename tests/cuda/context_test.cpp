@@ -430,6 +430,30 @@ void run(float* x, int k, int j) {
   EXPECT_TRUE(after_return(other_count));
 }
 
+// Lanes 3 or 4 bytes apart (a uchar RGB or RGBA pixel each) span one 128-byte line per
+// warp, as unit-stride floats do; floats 3 apart span three lines.
+TEST(CudaLaneStride, LanesAFewBytesApartAreCoalesced) {
+  auto m = parse(R"(
+__global__ void to_rgb(unsigned char* __restrict__ dst, const float* __restrict__ src, int n) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  if (x >= n) return;
+  for (int c = 0; c < 3; ++c) dst[x * 3 + c] = (unsigned char)src[x];
+}
+__global__ void to_rgb_float(float* __restrict__ dst, const float* __restrict__ src, int n) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  if (x >= n) return;
+  dst[x * 3] = src[x];
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto bytes = nodes(*function(m, "to_rgb"), "store");
+  ASSERT_EQ(bytes.size(), 1u);
+  EXPECT_FALSE(flag(*bytes[0], "uncoalesced"));
+  auto floats = nodes(*function(m, "to_rgb_float"), "store");
+  ASSERT_EQ(floats.size(), 1u);
+  EXPECT_TRUE(flag(*floats[0], "uncoalesced"));
+}
+
 TEST(CudaLaneStride, ShortChunkPerThreadIsNotARowPerThread) {
   auto m = parse(R"(
 __global__ void chunk4(float* out, const float* g, int n) {
