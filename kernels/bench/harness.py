@@ -47,8 +47,8 @@ KERNELS = tuple(SHAPES)
 # code path of each kernel (ragged sizes, the vector path, long rows, both attention tails).
 SANITIZE_SHAPES = {
     "bias_gelu": [(33, 3001), (64, 1024)],
-    # (3, 32768): 8 packs a thread at 512 threads; (3, 32767): the unaligned kernel, whose
-    # registers do not allow 512 threads (the streaming or cluster path instead).
+    # (3, 32768): 8 packs a thread at 512 threads; (3, 32767): unaligned at 512 threads, which
+    # layernorm streams, softmax gives the cluster kernel and rmsnorm its bounded kernel.
     "softmax": [(33, 3001), (16, 1024), (4, 131072), (3, 32768), (3, 32767)],
     "layernorm": [(33, 3001), (16, 8192), (3, 32768), (3, 32767)],
     "rmsnorm": [(33, 3001), (16, 8192), (3, 32768), (3, 32767)],

@@ -118,14 +118,16 @@ __device__ __forceinline__ void store16_l2(void* p, uint4 v) {
 // (cudaFuncGetAttributes), asked once per kernel. The kernels that hold 8 packs a thread
 // take up to 167 registers, so some of them cannot launch even the 512 threads a plan
 // allows; their callers then take the streaming path. Asked at run time rather than stated
-// as __launch_bounds__(kMaxThreadsAt8Packs) on those kernels: the bound (at most 128
+// as __launch_bounds__(kMaxThreadsAt8Packs) on every such kernel: the bound (at most 128
 // registers, no spills with nvcc 13.0) changes their code, and side by side on an H100 (bf16
 // unless named) it sped some up and slowed others: unaligned 4096x16383 rmsnorm 0.348 ->
 // 0.287 ms and softmax 0.398 -> 0.348 ms, but the softmax cluster kernel at 1024x131072
 // 0.234 -> 0.259 ms (122 registers instead of 94, a block fewer per SM), softmax 2048x32767
 // 0.372 -> 0.404 ms (the bounded 512-thread kernel instead of the cluster one), layernorm
 // 4096x16383 0.238 -> 0.255 ms (128 registers either way), float32 rmsnorm 4096x8191 0.101
-// -> 0.106 ms and lesson_fp8_quant 4096x16384 0.073 -> 0.076 ms.
+// -> 0.106 ms and lesson_fp8_quant 4096x16384 0.073 -> 0.076 ms. Only the unaligned 16-bit
+// rmsnorm and softmax kernels carry it (rmsnorm_cached_long, softmax_cached_long): for them
+// this returns the bound, 512.
 template <auto Kernel>
 int max_block_threads() {
   static const int n = [] {

@@ -18,7 +18,7 @@ namespace {
 // (Merging per-thread (max, sum) pairs in a single reduction measured 10% slower on an
 // H200: the merge's exps sit on the critical path of every shuffle round.)
 template <class T, int PPT, bool VEC>
-__global__ void softmax_cached(const T* x, T* y, int64_t cols) {
+__device__ __forceinline__ void softmax_row(const T* x, T* y, int64_t cols) {
   constexpr int P = kPack<T>;
   constexpr bool kKeepExps = PPT * P <= 32;
   const T* xr = x + blockIdx.x * cols;
@@ -49,6 +49,31 @@ __global__ void softmax_cached(const T* x, T* y, int64_t cols) {
       v[i].set(j, (kKeepExps ? e[kKeepExps ? i : 0][j] : fast_exp2(fmaf(v[i][j], kLog2e, -ml))) * inv);
     store_pack<VEC>(yr, (int64_t(i) * blockDim.x + threadIdx.x) * P, cols, v[i]);
   }
+}
+template <class T, int PPT, bool VEC>
+__global__ void softmax_cached(const T* x, T* y, int64_t cols) {
+  softmax_row<T, PPT, VEC>(x, y, cols);
+}
+// Unaligned rows of a 16-bit type at 8 packs a thread, with a bound of its own: 127 registers
+// instead of 167, so 256 threads take two blocks per SM. Side by side with the unbounded
+// kernel, bf16 unless named (H100 / H200, ms): 4096x12289 0.283 -> 0.237 / 0.256 -> 0.210,
+// 4096x16383 0.398 -> 0.346 / 0.348 -> 0.300, float16 0.399 -> 0.347 / 0.350 -> 0.300;
+// 4096x20479 and 4096x24575 (320 and 384 threads, one block per SM either way) unchanged.
+// Aligned rows and float32 keep the unbounded kernel (with the bound the aligned cluster
+// kernel took 122 registers instead of 94 and ran 11% slower at 1024x131072).
+template <class T>
+__global__ void __launch_bounds__(kMaxThreadsAt8Packs) softmax_cached_long(const T* x, T* y, int64_t cols) {
+  softmax_row<T, 8, false>(x, y, cols);
+}
+// Past 384 threads the cluster kernel is faster than the bounded one, and those rows keep it,
+// as when the unbounded kernel's 167 registers allowed no more (on an H100 at 2048x32767,
+// 512 threads: 0.372 ms against 0.404). The bound (512) stays above this limit.
+constexpr int kSoftmaxLongMaxThreads = 384;
+// The kernel that holds 8 packs a thread.
+template <class T, bool VEC>
+constexpr auto softmax_cached8() {
+  if constexpr (sizeof(T) == 2 && !VEC) return softmax_cached_long<T>;
+  else return softmax_cached<T, 8, VEC>;
 }
 
 // Rows too long for registers: the online recurrence finds max and sum in one read
@@ -211,7 +236,8 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
   const RowPlan plan = plan_rows(cols, kPack<T>);
   const unsigned grid = static_cast<unsigned>(rows);
   MLSEM_WITH_VEC(vec, {
-    if (!cached_launches<softmax_cached<T, 8, VEC>>(plan)) {
+    if (!cached_launches<softmax_cached8<T, VEC>()>(plan) || (sizeof(T) == 2 && !VEC && plan.packs_per_thread == 8 &&
+                                                              plan.threads > kSoftmaxLongMaxThreads)) {
       const SplitPlan split =
           plan_cached_split(cols, kPack<T>, kClusterPacks, cluster_max_threads<T, VEC>(), softmax_cluster_size());
       if (split.cluster > 1 && rows * split.cluster < (int64_t{1} << 31)) {
@@ -224,7 +250,10 @@ int softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t s) {
         case 1: softmax_cached<T, 1, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols); break;
         case 2: softmax_cached<T, 2, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols); break;
         case 4: softmax_cached<T, 4, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols); break;
-        default: softmax_cached<T, 8, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols); break;
+        default:
+          if constexpr (sizeof(T) == 2 && !VEC) softmax_cached_long<T><<<grid, plan.threads, 0, s>>>(x, y, cols);
+          else softmax_cached<T, 8, VEC><<<grid, plan.threads, 0, s>>>(x, y, cols);
+          break;
       }
     }
   });
