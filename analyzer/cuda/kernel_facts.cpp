@@ -312,7 +312,7 @@ void FunctionLowering::finish_host() {
   wrapper_ = find_wrapper();
   for (NodeId id : host_syncs_) {
     auto& n = fn_.nodes[id];
-    bool launches = false, timing = false;
+    bool launches = false, timing = false, decides_exit = false;
     for (uint32_t r = n.region; r != 0; r = fn_.regions[r].parent) {
       if (fn_.regions[r].kind != "loop") continue;
       auto flag = [&](const char* key) {
@@ -321,9 +321,12 @@ void FunctionLowering::finish_host() {
       };
       launches |= flag("launches");
       timing |= flag("timing");
+      // The innermost loop only: its exit waits on a value copied back in it.
+      if (!decides_exit && launches) decides_exit = flag("exit_on_copy");
     }
     n.attrs["loop_launches"] = launches;
     n.attrs["timing_loop"] = timing;
+    n.attrs["decides_exit"] = decides_exit;
   }
 }
 

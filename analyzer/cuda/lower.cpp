@@ -526,6 +526,7 @@ void FunctionLowering::finish_loop(const clang::Stmt* s) {
   if (!device_) {
     attrs["launches"] = l.has_launch;
     attrs["timing"] = l.has_timing;
+    attrs["exit_on_copy"] = l.exit_on_copy;
     return;
   }
   // A shared-memory tree reduction: a halving (or doubling) stride, a barrier per step.
@@ -543,6 +544,29 @@ void FunctionLowering::finish_loop(const clang::Stmt* s) {
 
 void FunctionLowering::if_stmt(const clang::IfStmt* i) {
   if (i->getInit()) walk(i->getInit());
+  // Host: `if (sum <= tol) break;` on a value a device-to-host copy in the loop filled:
+  // the loop waits for the device to decide whether to go on (a convergence check).
+  if (!device_ && loop_ >= 0 && !loops_[loop_].copied_back.empty()) {
+    std::function<bool(const clang::Stmt*)> mentions = [&](const clang::Stmt* st) {
+      if (!st) return false;
+      if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(st))
+        if (loops_[loop_].copied_back.count(dre->getDecl()->getNameAsString())) return true;
+      for (const clang::Stmt* c : st->children())
+        if (mentions(c)) return true;
+      return false;
+    };
+    std::function<bool(const clang::Stmt*)> exits = [&](const clang::Stmt* st) {
+      if (!st) return false;
+      if (llvm::isa<clang::BreakStmt>(st) || llvm::isa<clang::ReturnStmt>(st)) return true;
+      if (llvm::isa<clang::ForStmt>(st) || llvm::isa<clang::WhileStmt>(st) || llvm::isa<clang::DoStmt>(st) ||
+          llvm::isa<clang::SwitchStmt>(st))
+        return false;
+      for (const clang::Stmt* c : st->children())
+        if (exits(c)) return true;
+      return false;
+    };
+    if (mentions(i->getCond()) && (exits(i->getThen()) || exits(i->getElse()))) loops_[loop_].exit_on_copy = true;
+  }
   saw_thread_modulo_ = false;
   Poly c = value(i->getCond());
   bool thread_dep = thread_dependent(c);

@@ -422,6 +422,14 @@ Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string&
     restore_device_ops({ir::kNoNode, {}});
     return Poly();
   }
+  // A device-to-host copy into a variable: the loops around it have its value on the host.
+  if ((name == "cudaMemcpy" || name == "cudaMemcpyAsync") && call->getNumArgs() >= 4 && loop_ >= 0) {
+    const clang::Expr* kind = strip(call->getArg(3));
+    auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(kind);
+    if (dre && dre->getDecl()->getName() == "cudaMemcpyDeviceToHost")
+      if (std::string dst = buffer_name(call->getArg(0)); !dst.empty())
+        for (int l = loop_; l >= 0; l = loops_[l].parent) loops_[l].copied_back.insert(dst);
+  }
   static const std::map<std::string, std::string> kSyncs = {
       {"cudaDeviceSynchronize", "device"}, {"cudaStreamSynchronize", "stream"},
       {"cudaEventSynchronize", "event"},   {"cudaMemcpy", "memcpy"},

@@ -156,6 +156,8 @@ struct LoopInfo {
   bool has_barrier = false, has_shared_access = false, has_launch = false;
   bool passes_global = false;  // hands a global pointer to a device helper (a vector load_store)
   bool has_timing = false;  // host loops: records events or reads a timer (a benchmark loop)
+  std::set<std::string> copied_back;  // host loops: variables a device-to-host copy fills
+  bool exit_on_copy = false;  // host loops: a break or return decided by such a variable
   bool shared_stride_uses_iter = false;
   bool shared_read_ahead = false;  // reads s[i + stride]: a reduction step (a scan reads s[i - stride])
   bool gemm_done = false;

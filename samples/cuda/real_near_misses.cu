@@ -30,7 +30,8 @@
 // the block exactly ncols wide: no thread returns (ggml's argsort).
 // benchmark / step_copies: a loop that records events to time its launches waits on
 // purpose; a device-to-device copy does not make the host wait. train_copy_back waits
-// for the GPU every step.
+// for the GPU every step. solve_until_converged copies the residual back to decide
+// whether to stop (cuda-samples' jacobi): each iteration must wait for it.
 // conv_weights_once: each thread loads its own channel's K weights once (strided by K
 // across lanes), then streams the tokens coalesced (ggml's ssm_conv, rwkv's state load):
 // the weights are a small share of the bytes. conv_weights_per_token reloads them for
@@ -239,6 +240,16 @@ void train_copy_back(float* d, float* h, int n, int steps) {
     step<<<(n + 255) / 256, 256>>>(d, n);
     cudaMemcpy(h, d, sizeof(float), cudaMemcpyDeviceToHost);  // expect: CU014
   }
+}
+
+float solve_until_converged(float* d, int n, int max_iter, float tol) {
+  float residual = 0.0f;
+  for (int k = 0; k < max_iter; ++k) {
+    step<<<(n + 255) / 256, 256>>>(d, n);
+    cudaMemcpy(&residual, d, sizeof(float), cudaMemcpyDeviceToHost);  // ok: CU014
+    if (residual <= tol) break;
+  }
+  return residual;
 }
 
 __global__ void conv_weights_once(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ w,

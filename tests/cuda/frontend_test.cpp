@@ -742,5 +742,43 @@ TEST(CudaCompileCommands, ThePreambleKeyLeavesOutProjectIncludeDirectories) {
   EXPECT_NE(a, other);
 }
 
+// A loop that breaks on a value it copies back from the device (a convergence check, as
+// cuda-samples' jacobi) must wait for it every iteration: its syncs decide the exit. A
+// loop that copies back and goes on regardless, or breaks on something else, does not.
+TEST(CudaHost, ASyncWhoseCopyDecidesTheLoopsExit) {
+  auto m = parse(R"(
+__global__ void step(float* d, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) d[i] *= 0.5f;
+}
+float converge(float* d, int n, float tol) {
+  float r = 0.0f;
+  for (int k = 0; k < 100; ++k) {
+    step<<<(n + 255) / 256, 256>>>(d, n);
+    cudaMemcpy(&r, d, sizeof(float), cudaMemcpyDeviceToHost);
+    if (r <= tol) break;
+  }
+  return r;
+}
+float regardless(float* d, int n, float tol, int stop) {
+  float r = 0.0f;
+  for (int k = 0; k < 100; ++k) {
+    step<<<(n + 255) / 256, 256>>>(d, n);
+    cudaMemcpy(&r, d, sizeof(float), cudaMemcpyDeviceToHost);
+    if (k == stop) break;
+  }
+  return r;
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto decides = [&](const char* fn) {
+    auto syncs = nodes(*function(m, fn), "host_sync");
+    EXPECT_EQ(syncs.size(), 1u) << fn;
+    return !syncs.empty() && flag(*syncs[0], "decides_exit");
+  };
+  EXPECT_TRUE(decides("converge"));
+  EXPECT_FALSE(decides("regardless"));
+}
+
 }  // namespace
 }  // namespace mlsem::cuda
