@@ -227,7 +227,7 @@ void mark_small_launches(ir::Module& module) {
       }
       auto [it, fresh] = most.try_emplace(kernel, total);
       if (!fresh) it->second = it->second && total ? std::optional<int64_t>(std::max(*it->second, *total)) : std::nullopt;
-      if (total && (fresh || *total >= *it->second)) biggest[kernel] = largest;
+      if (total && it->second && *total >= *it->second) biggest[kernel] = largest;
     }
   for (ir::Function& fn : module.functions) {
     auto it = most.find(simple_name(fn.name));
