@@ -699,8 +699,8 @@ void run(const float* input, float* out, int n_out) {
   float *a, *huge;
   cudaMalloc((void**)&a, 1000 * sizeof(float));
   cudaMalloc((void**)&huge, (8 << 20) * sizeof(float));
+  add<<<4, 256>>>(input, out, 1000);  // input: a buffer of unknown size, before a known one
   add<<<4, 256>>>(a, out, 1000);
-  add<<<4, 256>>>(input, out, 1000);  // input: a buffer of unknown size
   big<<<4, 256>>>(huge, out, 1000);   // 32 MiB allocated
   fill<<<4, 256>>>(a, out, 1000);     // writes `out`, of unknown size, in a loop
   head<<<4, 256>>>(a, out);           // one store a thread, 4 x 256 threads: 4 KiB
