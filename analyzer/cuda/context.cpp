@@ -191,7 +191,7 @@ void mark_small_launches(ir::Module& module) {
   // only such buffers (none when one touches a buffer of unknown size, or names none); a
   // buffer both read and written counts twice.
   std::map<std::string, std::optional<int64_t>> most;
-  std::map<std::string, std::string> biggest;  // the largest buffer read, for the message
+  std::map<std::string, std::string> biggest;  // the largest buffer touched, for the message
   for (const ir::Function& fn : module.functions)
     for (const ir::Node& n : fn.nodes) {
       const auto* k = n.attr("kernel");
