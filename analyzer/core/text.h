@@ -1,6 +1,7 @@
 // Searching source text: the helpers the frontends' passes share.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <string>
@@ -34,6 +35,30 @@ inline std::vector<uint32_t> word_offsets(std::string_view text, std::string_vie
     size_t e = p + name.size();
     if (e < text.size() && word_byte(static_cast<unsigned char>(text[e]))) continue;
     out.push_back(static_cast<uint32_t>(p));
+  }
+  return out;
+}
+
+// The items with `separator` between them ("a, b, c"); any container of strings.
+template <typename Items>
+std::string join(const Items& items, std::string_view separator) {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += separator;
+    out += item;
+    first = false;
+  }
+  return out;
+}
+
+// "a,b,c" -> {"a", "b", "c"}; "" -> {}. The inverse of join for items without `separator`.
+inline std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = std::min(text.find(separator, start), text.size());
+    out.emplace_back(text.substr(start, end - start));
+    start = end + 1;
   }
   return out;
 }

@@ -24,17 +24,6 @@ std::string simple_name(const std::string& qualified) {
 // of another function of the file (`via`): those are the wrapper's own, with their shape.
 bool own_launch(const ir::Node& n) { return n.op == "launch" && !n.attr("via"); }
 
-// "a,b,c" -> {"a", "b", "c"}; "" -> {}.
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  for (size_t start = 0; start < list.size();) {
-    size_t end = std::min(list.find(',', start), list.size());
-    out.push_back(list.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<NumberedName> numbered_name(const std::string& name) {
@@ -112,21 +101,13 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
   for (const ir::Function& fn : module.functions)
     for (const ir::Node& n : fn.nodes) {
       const auto* list = n.attr("pointer_kernels");
-      if (n.op != "launch" || !list || !std::holds_alternative<std::string>(*list)) continue;
-      bool timed = false;
-      for (uint32_t r = n.region; r < fn.regions.size(); r = fn.regions[r].parent) {
-        auto t = fn.regions[r].attrs.find("timing");
-        timed |= fn.regions[r].kind == "loop" && t != fn.regions[r].attrs.end() && std::get_if<bool>(&t->second) &&
-                 std::get<bool>(t->second);
-        if (r == 0) break;
-      }
-      std::vector<std::string> names = split(std::get<std::string>(*list));
-      if (!timed || names.size() < 2) continue;
-      std::string shown;
-      for (const std::string& name : names) shown += (shown.empty() ? "" : ", ") + name;
+      const auto* timed = n.attr("timing_loop");
+      if (n.op != "launch" || !list || !timed || !std::get<bool>(*timed)) continue;
+      std::vector<std::string> names = split(std::get<std::string>(*list), ',');
+      if (names.size() < 2) continue;
       for (const std::string& name : names)
         if (!variant.count(name) && callers[name].empty())
-          variant[name] = "one of the " + std::to_string(names.size()) + " kernels (" + shown + ") that " +
+          variant[name] = "one of the " + std::to_string(names.size()) + " kernels (" + join(names, ", ") + ") that " +
                           simple_name(fn.name) + " times against each other through one pointer: a benchmark of alternatives";
     }
   // Helpers reached only from variants are part of them.
@@ -138,9 +119,7 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
       if (it == callers.end() || it->second.empty()) continue;
       bool all = std::all_of(it->second.begin(), it->second.end(), [&](const std::string& c) { return variant.count(c) > 0; });
       if (!all) continue;
-      std::string list;
-      for (const auto& c : it->second) list += (list.empty() ? "" : ", ") + c;
-      variant[name] = "used only by " + list + (it->second.size() == 1 ? ", a variant" : ", variants") +
+      variant[name] = "used only by " + join(it->second, ", ") + (it->second.size() == 1 ? ", a variant" : ", variants") +
                       " kept for comparison";
       changed = true;
     }
@@ -197,30 +176,27 @@ void mark_small_launches(ir::Module& module) {
       const auto* k = n.attr("kernel");
       if (!own_launch(n) || !k || !std::holds_alternative<std::string>(*k)) continue;
       std::string kernel = simple_name(std::get<std::string>(*k));
-      std::optional<int64_t> total = 0;
-      std::string largest;
-      int64_t largest_bytes = -1;
+      auto names = [&](const char* key) {
+        const auto* a = n.attr(key);
+        return a && std::holds_alternative<std::string>(*a) ? split(std::get<std::string>(*a), ',')
+                                                             : std::vector<std::string>{};
+      };
       // What it reads and what it writes (a kernel filling a large output is not small).
-      std::string list;
-      for (const char* key : {"read_buffers", "write_buffers"})
-        if (const auto* b = n.attr(key); b && std::holds_alternative<std::string>(*b) && !std::get<std::string>(*b).empty())
-          list += (list.empty() ? "" : ",") + std::get<std::string>(*b);
-      if (list.empty()) total.reset();
+      std::vector<std::string> touched = names("read_buffers");
+      for (std::string& w : names("write_buffers")) touched.push_back(std::move(w));
       // Written buffers of unknown size that this launch bounds (a fixed grid and block,
       // stores outside loops): `d_Histogram[blockIdx.x] = ...` by one thread a block.
       std::map<std::string, int64_t> bounded;
-      if (const auto* b = n.attr("bounded_writes"); b && std::holds_alternative<std::string>(*b))
-        for (const std::string& item : split(std::get<std::string>(*b)))
-          if (size_t colon = item.rfind(':'); colon != std::string::npos)
-            bounded[item.substr(0, colon)] = std::stoll(item.substr(colon + 1));
-      std::set<std::string> written;
-      if (const auto* w = n.attr("write_buffers"); w && std::holds_alternative<std::string>(*w))
-        for (const std::string& name : split(std::get<std::string>(*w))) written.insert(name);
-      for (const std::string& name : split(list)) {
-        if (!total) break;
+      for (const std::string& item : names("bounded_writes"))
+        if (size_t colon = item.rfind(':'); colon != std::string::npos)
+          bounded[item.substr(0, colon)] = std::stoll(item.substr(colon + 1));
+      std::optional<int64_t> total = touched.empty() ? std::nullopt : std::optional<int64_t>(0);
+      std::string largest;
+      int64_t largest_bytes = -1;
+      for (const std::string& name : touched) {
         auto it = sizes.find(name);
         std::optional<int64_t> bytes = it != sizes.end() ? it->second : std::nullopt;
-        if (!bytes && written.count(name) && bounded.count(name)) bytes = bounded[name];
+        if (!bytes && bounded.count(name)) bytes = bounded[name];
         if (!bytes) { total.reset(); break; }
         *total += *bytes;
         if (*bytes > largest_bytes) largest_bytes = *bytes, largest = name;

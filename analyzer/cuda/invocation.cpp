@@ -282,18 +282,22 @@ std::shared_ptr<clang::PrecompiledPreamble> toolkit_preamble(const std::string& 
 namespace mlsem::cuda {
 
 std::string preamble_key(const std::vector<std::string>& args) {
-  // The headers kToolkitPreamble names directly.
-  static const char* const kHeaders[] = {"cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "cooperative_groups.h",
-                                         "cublas_v2.h",    "cublasLt.h",  "cuda.h",      "cuda_fp8.h",
-                                         "cstdio",         "cstdlib",     "cstring",     "cstdint",
-                                         "cmath",          "string",      "vector",      "algorithm",
-                                         "memory",         "iostream",    "map",         "mutex"};
+  // The headers kToolkitPreamble includes by name (`#include <cuda_fp16.h>`).
+  static const std::vector<std::string> headers = [] {
+    std::vector<std::string> out;
+    std::string_view text = detail::kToolkitPreamble;
+    for (size_t at = text.find("#include <"); at != std::string_view::npos; at = text.find("#include <", at + 1)) {
+      size_t begin = at + std::string_view("#include <").size(), end = text.find('>', begin);
+      if (end != std::string_view::npos) out.emplace_back(text.substr(begin, end - begin));
+    }
+    return out;
+  }();
   std::string key;
   for (const auto& a : args) {
     if (a.rfind("-I", 0) == 0 && a.size() > 2) {
       std::error_code ec;
       bool shadows = false;
-      for (const char* h : kHeaders)
+      for (const std::string& h : headers)
         shadows = shadows || std::filesystem::exists(std::filesystem::path(a.substr(2)) / h, ec);
       if (!shadows) continue;
     }

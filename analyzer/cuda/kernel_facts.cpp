@@ -310,8 +310,11 @@ void FunctionLowering::find_passes() {
 
 void FunctionLowering::finish_host() {
   wrapper_ = find_wrapper();
-  for (NodeId id : host_syncs_) {
-    auto& n = fn_.nodes[id];
+  // What the loops around a sync or a launch do: launch work, record a timer (a
+  // benchmark, which waits on purpose and times its launches), and, for the innermost
+  // launching loop, break on a value copied back in it (a convergence check).
+  for (auto& n : fn_.nodes) {
+    if (n.op != "host_sync" && n.op != "launch") continue;
     bool launches = false, timing = false, decides_exit = false;
     for (uint32_t r = n.region; r != 0; r = fn_.regions[r].parent) {
       if (fn_.regions[r].kind != "loop") continue;
@@ -319,13 +322,13 @@ void FunctionLowering::finish_host() {
         auto it = fn_.regions[r].attrs.find(key);
         return it != fn_.regions[r].attrs.end() && std::get<bool>(it->second);
       };
+      if (!launches && flag("launches")) decides_exit = flag("exit_on_copy");
       launches |= flag("launches");
       timing |= flag("timing");
-      // The innermost loop only: its exit waits on a value copied back in it.
-      if (!decides_exit && launches) decides_exit = flag("exit_on_copy");
     }
-    n.attrs["loop_launches"] = launches;
     n.attrs["timing_loop"] = timing;
+    if (n.op != "host_sync") continue;
+    n.attrs["loop_launches"] = launches;
     n.attrs["decides_exit"] = decides_exit;
   }
 }

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <functional>
 
+#include "core/text.h"
+
 namespace mlsem::cuda::detail {
 
 std::string FunctionLowering::buffer_name(const clang::Expr* e) {
@@ -37,15 +39,9 @@ std::string FunctionLowering::buffer_name(const clang::Expr* e) {
 NodeId FunctionLowering::device_op(const char* op, const clang::Stmt* at, std::map<std::string, Attr> attrs,
                  const std::set<std::string>& reads, const std::set<std::string>& writes) {
   bool consumes = false;
-  std::string read_buffers;
-  for (const auto& r : reads) {
-    consumes |= last_device_writes_.count(r) > 0;
-    read_buffers += (read_buffers.empty() ? "" : ",") + r;
-  }
-  attrs["read_buffers"] = read_buffers;
-  std::string write_buffers;
-  for (const auto& w : writes) write_buffers += (write_buffers.empty() ? "" : ",") + w;
-  attrs["write_buffers"] = write_buffers;
+  for (const auto& r : reads) consumes |= last_device_writes_.count(r) > 0;
+  attrs["read_buffers"] = join(reads, ",");
+  attrs["write_buffers"] = join(writes, ",");
   attrs["consumes_previous_output"] = consumes;
   attrs["in_loop"] = loop_ >= 0;
   std::vector<NodeId> inputs;
@@ -214,9 +210,8 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   if (!kernel) {
     // Through a function pointer (`kernel = &transposeNaive; ... kernel<<<g, b>>>(...)`):
     // the kernels this function assigns to it.
-    std::string assigned;
-    for (const std::string& k : pointer_kernels(kc->getCallee())) assigned += (assigned.empty() ? "" : ",") + k;
-    if (!assigned.empty()) attrs["pointer_kernels"] = assigned;
+    if (std::string assigned = join(pointer_kernels(kc->getCallee()), ","); !assigned.empty())
+      attrs["pointer_kernels"] = assigned;
   }
   if (config && config->getNumArgs() >= 2) {
     attrs["grid"] = text(config->getArg(0));
@@ -257,14 +252,14 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
         auto v = !dim ? std::nullopt : dim->expr ? host_constant(dim->expr) : std::optional<int64_t>(1);
         if (!v || *v <= 0 || __builtin_mul_overflow(*threads, *v, &*threads)) threads.reset();
       }
-    std::string bounded;
+    std::vector<std::string> bounded;
     for (unsigned i = 0; threads && i < kc->getNumArgs() && i < summary->param_store_bytes.size(); ++i) {
       int64_t per_thread = summary->param_store_bytes[i], total = 0;
       std::string buf = kc->getArg(i)->getType()->isPointerType() ? buffer_name(kc->getArg(i)) : "";
       if (per_thread > 0 && !buf.empty() && !__builtin_mul_overflow(*threads, per_thread, &total))
-        bounded += (bounded.empty() ? "" : ",") + buf + ":" + std::to_string(total);
+        bounded.push_back(buf + ":" + std::to_string(total));
     }
-    if (!bounded.empty()) attrs["bounded_writes"] = bounded;
+    if (!bounded.empty()) attrs["bounded_writes"] = join(bounded, ",");
   }
   // Its early returns under `threadIdx.D >= P` never run: blockDim.D is what it passes for P.
   if (summary && !summary->launch_bound_returns.empty() && config && config->getNumArgs() >= 2) {
@@ -368,6 +363,23 @@ std::optional<int64_t> FunctionLowering::host_constant(const clang::Expr* e, int
   return std::nullopt;
 }
 
+// The kind of a cudaMemcpy, cudaMemcpyAsync or cudaMemcpy2D ("cudaMemcpyDeviceToHost"): its
+// argument before the stream of an Async call, else its last. Read from the enumerator
+// itself: the text of an argument inside a macro (checkCudaErrors(cudaMemcpy(...))) is the
+// whole invocation, cut at 120 characters; a kind not named by its enumerator is read
+// from its text.
+std::string FunctionLowering::memcpy_kind(const clang::CallExpr* call) const {
+  const clang::FunctionDecl* f = call->getDirectCallee();
+  unsigned n = call->getNumArgs();
+  bool async = f && f->getName().ends_with("Async");
+  if (n < (async ? 5u : 4u)) return "";
+  const clang::Expr* kind = strip(call->getArg(async ? n - 2 : n - 1));
+  if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(kind)) return dre->getDecl()->getNameAsString();
+  for (std::string_view k : {"cudaMemcpyDeviceToDevice", "cudaMemcpyDeviceToHost", "cudaMemcpyHostToDevice"})
+    if (contains(text(kind), k.substr(std::string_view("cudaMemcpy").size()))) return std::string(k);
+  return "";
+}
+
 Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string& name) {
   for (const clang::Expr* a : call->arguments()) value(a);
   if (wrapper_call(call)) return Poly();
@@ -408,28 +420,18 @@ Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string&
     return Poly();
   }
   // A device-to-device copy is queued like a kernel: the host does not wait for it.
-  // The kind is read from the enumerator itself: the text of an argument inside a macro
-  // (checkCudaErrors(cudaMemcpy(...))) is the whole invocation, cut at 120 characters.
-  if ((name == "cudaMemcpy" || name == "cudaMemcpy2D") && call->getNumArgs() >= 4) {
-    const clang::Expr* kind = strip(call->getArg(call->getNumArgs() - 1));
-    if (auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(kind);
-        dre ? dre->getDecl()->getName() == "cudaMemcpyDeviceToDevice"
-            : text(kind).find("DeviceToDevice") != std::string::npos)
-      return Poly();
-  }
+  if ((name == "cudaMemcpy" || name == "cudaMemcpy2D") && memcpy_kind(call) == "cudaMemcpyDeviceToDevice")
+    return Poly();
   // Launches on another GPU do not follow the ones before (cuda-samples' simpleP2P).
   if (name == "cudaSetDevice") {
     restore_device_ops({ir::kNoNode, {}});
     return Poly();
   }
   // A device-to-host copy into a variable: the loops around it have its value on the host.
-  if ((name == "cudaMemcpy" || name == "cudaMemcpyAsync") && call->getNumArgs() >= 4 && loop_ >= 0) {
-    const clang::Expr* kind = strip(call->getArg(3));
-    auto* dre = llvm::dyn_cast<clang::DeclRefExpr>(kind);
-    if (dre && dre->getDecl()->getName() == "cudaMemcpyDeviceToHost")
-      if (std::string dst = buffer_name(call->getArg(0)); !dst.empty())
-        for (int l = loop_; l >= 0; l = loops_[l].parent) loops_[l].copied_back.insert(dst);
-  }
+  if ((name == "cudaMemcpy" || name == "cudaMemcpyAsync") && loop_ >= 0 &&
+      memcpy_kind(call) == "cudaMemcpyDeviceToHost")
+    if (std::string dst = buffer_name(call->getArg(0)); !dst.empty())
+      for (int l = loop_; l >= 0; l = loops_[l].parent) loops_[l].copied_back.insert(dst);
   static const std::map<std::string, std::string> kSyncs = {
       {"cudaDeviceSynchronize", "device"}, {"cudaStreamSynchronize", "stream"},
       {"cudaEventSynchronize", "event"},   {"cudaMemcpy", "memcpy"},

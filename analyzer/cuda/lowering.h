@@ -375,6 +375,8 @@ class FunctionLowering {
   std::optional<LaunchBound> launch_bound_guard(const clang::Expr* cond);
 
   Poly host_call(const clang::CallExpr* call, const std::string& name);
+  // A cudaMemcpy* call's kind, by its enumerator's name ("cudaMemcpyDeviceToHost"); "" if unknown.
+  std::string memcpy_kind(const clang::CallExpr* call) const;
 
   // A host integer the function fixes: a constant expression, or arithmetic on locals
   // initialized so and never written after. nullopt otherwise.

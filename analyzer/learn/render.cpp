@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/text.h"
 #include "learn/levels.h"
 
 namespace mlsem::learn {
@@ -22,12 +23,6 @@ std::string wrap(const std::string& text, const std::string& indent, size_t widt
     line += (line.empty() ? "" : " ") + word;
   }
   if (!line.empty()) out += indent + line + "\n";
-  return out;
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/text.h"
 #include "report/report.h"
 
 namespace mlsem::report {
@@ -27,15 +28,6 @@ std::string table(const std::vector<Row>& rows) {
       if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
     }
     out += line + "\n";
-  }
-  return out;
-}
-
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
   }
   return out;
 }
