@@ -760,6 +760,18 @@ float converge(float* d, int n, float tol) {
   }
   return r;
 }
+float outer_checks(float* d, int n, float tol) {
+  float r = 0.0f;
+  for (int k = 0; k < 100; ++k) {
+    for (int s = 0; s < 10; ++s) {
+      step<<<(n + 255) / 256, 256>>>(d, n);
+      cudaDeviceSynchronize();
+    }
+    cudaMemcpy(&r, d, sizeof(float), cudaMemcpyDeviceToHost);
+    if (r <= tol) break;
+  }
+  return r;
+}
 float regardless(float* d, int n, float tol, int stop) {
   float r = 0.0f;
   for (int k = 0; k < 100; ++k) {
@@ -778,6 +790,11 @@ float regardless(float* d, int n, float tol, int stop) {
   };
   EXPECT_TRUE(decides("converge"));
   EXPECT_FALSE(decides("regardless"));
+  // The inner loop's sync every step is not what the outer loop's check waits for.
+  auto outer = nodes(*function(m, "outer_checks"), "host_sync");
+  ASSERT_EQ(outer.size(), 2u);
+  EXPECT_FALSE(flag(*outer[0], "decides_exit"));  // cudaDeviceSynchronize, inner loop
+  EXPECT_TRUE(flag(*outer[1], "decides_exit"));   // the copy, in the checking loop
 }
 
 }  // namespace
