@@ -125,6 +125,7 @@ ir::Module build_ir(const SourceFile& file, const TSTree* tree) {
   add_context_facts(file, root, out);
   annotate_program(file, root, out);  // host-sync facts
   add_norm_facts(file, root, out);    // norm classes also built with a multi-dim shape
+  add_layer_facts(file, out);         // biased layers: checkpoints, shared modules
   out.suppressions = find_suppressions(file.text);
   return out;
 }

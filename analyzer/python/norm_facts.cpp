@@ -1,5 +1,5 @@
-// Norm facts (norm_facts.h). A stage of its own, run after lowering: it only adds
-// attributes to the `mean` nodes of norm classes. Only classes whose methods compute a `mean` are looked at, and only
+// Norm and layer facts (norm_facts.h). A stage of its own, run after lowering: it only adds
+// attributes to the `mean` nodes of norm classes and to biased Linear/Conv nodes. Only classes whose methods compute a `mean` are looked at, and only
 // the places their name is followed by '(' in the text, so most files cost nothing.
 #include "python/norm_facts.h"
 
@@ -49,6 +49,17 @@ TSNode multi_dim_shape(TSNode call, const Syntax& S, std::string_view src) {
     first_positional = false;
   }
   return TSNode{};
+}
+
+// Whether the file builds models that load published weights (pretrained=, a weights
+// URL or WeightsEnum, from_pretrained, load_state_dict, load_checkpoint): their
+// parameter names are fixed by checkpoints that already exist.
+bool loads_weights(std::string_view t) {
+  std::string text = lower_ascii(t);
+  for (std::string_view w : {"pretrained", "load_state_dict", "model_urls", "load_url", "hf_hub", "load_checkpoint",
+                             "weightsenum", "state_dict_from_url"})
+    if (contains(text, w)) return true;
+  return false;
 }
 
 }  // namespace
@@ -114,6 +125,29 @@ void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out) {
             std::to_string(ts_node_start_point(n).row + 1) + ")";
     }
     if (!why.empty()) mark(spans, "shape_tuple", why);
+  }
+}
+
+// Marks the Linear and Conv layers with a bias in a file that loads published weights
+// (`checkpoint_names`): dropping a parameter breaks loading those checkpoints strictly.
+// Also marks a biased layer applied more than once in a function (`shared_module`): a
+// bias that one BatchNorm cancels may matter where the layer's other output goes.
+void add_layer_facts(const SourceFile& file, ir::Module& out) {
+  int loads = -1;  // read the text only when a biased layer is there
+  for (ir::Function& fn : out.functions) {
+    std::map<std::string, int> applied;  // module path -> calls in this function
+    for (const ir::Node& n : fn.nodes)
+      if ((n.op == "conv" || n.op == "linear") && n.attr("module"))
+        if (const auto* m = std::get_if<std::string>(n.attr("module"))) ++applied[*m];
+    for (ir::Node& n : fn.nodes) {
+      if (n.op != "conv" && n.op != "linear") continue;
+      const ir::Attr* bias = n.attr("bias");
+      if (!bias || !std::get_if<bool>(bias) || !std::get<bool>(*bias)) continue;
+      if (loads < 0) loads = loads_weights(file.text);
+      if (loads) n.attrs["checkpoint_names"] = true;
+      const ir::Attr* m = n.attr("module");
+      if (m && std::get_if<std::string>(m) && applied[std::get<std::string>(*m)] > 1) n.attrs["shared_module"] = true;
+    }
   }
 }
 

@@ -19,4 +19,9 @@ namespace mlsem::python {
 // input features normalized once per call) gets `cold` on those nodes the same way.
 void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out);
 
+// Linear and Conv nodes with a bias (LAY001's): `checkpoint_names` in a file that loads
+// published weights, `shared_module` where the layer is applied more than once in a
+// function. Test files included: the rule's exclusions must hold wherever it reports.
+void add_layer_facts(const SourceFile& file, ir::Module& out);
+
 }  // namespace mlsem::python

@@ -32,12 +32,13 @@ bool warned_beside(const Syntax& S, const SourceFile& f, TSNode root, TSNode n) 
   return warned;
 }
 
-// Whether a device_ids argument names one GPU: `[0]`, `[0,]`, `(0,)`, `[args.gpu]`.
-bool one_device(std::string_view ids) {
-  if (ids.size() < 2 || (ids.front() != '[' && ids.front() != '(') || contains(ids, " for ")) return false;
-  std::string_view inner = ids.substr(1, ids.size() - 2);
-  while (!inner.empty() && (inner.back() == ' ' || inner.back() == ',')) inner.remove_suffix(1);
-  return !inner.empty() && !contains(inner, ",");
+// Whether a device_ids argument names one GPU: a list or tuple of one element that is not
+// a splat (`[0]`, `[0,]`, `(0,)`, `[args.gpu]`; not `[*devs]`, `[0] + devs` or a comprehension).
+bool one_device(const Syntax& S, TSNode ids) {
+  TSSymbol k = ts_node_symbol(ids);
+  if (k != S.list && k != S.tuple) return false;
+  std::vector<TSNode> items = named_children(ids, S.comment);
+  return items.size() == 1 && ts_node_symbol(items[0]) != S.list_splat;
 }
 
 // `nn.DataParallel(model)` in a script (a `__main__` guard or argparse) that trains on a
@@ -45,11 +46,11 @@ bool one_device(std::string_view ids) {
 // DataParallel runs one Python thread per GPU in one process, scatters every batch and
 // gathers every output through GPU 0, and copies the weights to every GPU on every
 // forward; DistributedDataParallel (one process per GPU) does none of that.
-void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool trains) {
+void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
   std::string_view t = file.text;
   if (!contains(t, "DataParallel(")) return;
   // A training script: a library's wrapper (a Trainer class) leaves the launch to its callers.
-  if (!trains || (!contains(t, "__main__") && !contains(t, "argparse"))) return;
+  if (!contains(t, "__main__") && !contains(t, "argparse")) return;
   bool ddp_too = !identifiers_named(root, t, "DistributedDataParallel", S.identifier).empty();
   each_call_to(S, file, root, "DataParallel", [&](TSNode n, std::string_view callee) {
     if (callee != "DataParallel" && !callee.ends_with("nn.DataParallel") && !callee.ends_with("parallel.DataParallel"))
@@ -75,7 +76,7 @@ void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root
     }
     if (ts_node_is_null(module)) return;
     // One GPU: DataParallel then calls the module directly.
-    if (!ts_node_is_null(ids) && one_device(text_of(ids, t))) return;
+    if (!ts_node_is_null(ids) && one_device(S, ids)) return;
     ir::Node* node = add_node(out, range_of(n), "data_parallel");
     if (!node) return;
     node->attrs["model"] = std::string(text_of(module, t));
@@ -158,7 +159,9 @@ bool gpu_opt_in(const Syntax& S, const SourceFile& f, TSNode root) {
   return opt_in;
 }
 
-// Whether `n` runs under `with torch.no_grad():` (or inference_mode) inside `scope`.
+// Whether `n` runs under `with torch.no_grad():` (or inference_mode) inside `scope`. Not
+// disables_grad (program_nodes.cpp), which also counts `set_grad_enabled(...)`: that wraps
+// real training forwards (`set_grad_enabled(phase == 'train')`).
 bool grad_off_within(const Syntax& S, const SourceFile& f, TSNode n, TSNode scope) {
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p)) {
     if (ts_node_symbol(p) != S.with_statement) continue;
@@ -211,7 +214,6 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
       if (ts_node_is_null(own_backward)) continue;
       TSNode at = first_model_call(S, file, root, models, reg.range.begin_byte, reg.range.end_byte, false);
       if (ts_node_is_null(at)) at = own_backward;
-      if (ts_node_is_null(at)) continue;
       // The model called first runs without autograd (a frozen backbone): what trains is
       // another, perhaps small, module.
       if (grad_off_within(S, file, at, loop)) continue;
@@ -226,47 +228,13 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
   }
 }
 
-// Whether the file builds models that load published weights (pretrained=, a weights
-// URL or WeightsEnum, from_pretrained, load_state_dict, load_checkpoint): their
-// parameter names are fixed by checkpoints that already exist.
-bool loads_weights(std::string_view t) {
-  std::string text = lower_ascii(t);
-  for (std::string_view w : {"pretrained", "load_state_dict", "model_urls", "load_url", "hf_hub", "load_checkpoint",
-                             "weightsenum", "state_dict_from_url"})
-    if (contains(text, w)) return true;
-  return false;
-}
-
-// Marks the Linear and Conv layers with a bias in a file that loads published weights
-// (`checkpoint_names`): dropping a parameter breaks loading those checkpoints strictly.
-// Also marks a biased layer applied more than once in a function (`shared_module`): a
-// bias that one BatchNorm cancels may matter where the layer's other output goes.
-void mark_biased_layers(const SourceFile& file, ir::Module& out) {
-  int loads = -1;  // read the text only when a biased layer is there
-  for (ir::Function& fn : out.functions) {
-    std::map<std::string, int> applied;  // module path -> calls in this function
-    for (const ir::Node& n : fn.nodes)
-      if ((n.op == "conv" || n.op == "linear") && n.attr("module"))
-        if (const auto* m = std::get_if<std::string>(n.attr("module"))) ++applied[*m];
-    for (ir::Node& n : fn.nodes) {
-      if (n.op != "conv" && n.op != "linear") continue;
-      const ir::Attr* bias = n.attr("bias");
-      if (!bias || !std::get_if<bool>(bias) || !std::get<bool>(*bias)) continue;
-      if (loads < 0) loads = loads_weights(file.text);
-      if (loads) n.attrs["checkpoint_names"] = true;
-      const ir::Attr* m = n.attr("module");
-      if (m && std::get_if<std::string>(m) && applied[std::get<std::string>(*m)] > 1) n.attrs["shared_module"] = true;
-    }
-  }
-}
-
 }  // namespace
 
 void annotate_setup(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file, bool trains) {
   const Syntax& S = Syntax::get();
-  mark_biased_layers(file, out);
-  if (gpu_file) annotate_data_parallel(S, file, root, out, trains);
-  if (gpu_file && trains) annotate_fp32_training(S, file, root, out);
+  if (!gpu_file || !trains) return;  // both rules are about scripts that train on a GPU
+  annotate_data_parallel(S, file, root, out);
+  annotate_fp32_training(S, file, root, out);
 }
 
 }  // namespace mlsem::python::program

@@ -73,7 +73,7 @@ TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const
       }
       if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(field(p, S.f_function), callee)) continue;
       std::string_view ct = text_of(callee, f.text);
-      if (ct != m && ct != m + ".generate") continue;
+      if (ct != m && !(generate && ct == m + ".generate")) continue;
       if (ts_node_is_null(first) || ts_node_start_byte(p) < ts_node_start_byte(first)) first = p;
       break;  // the first of this name; identifiers come in source order
     }

@@ -2,7 +2,8 @@
 
 Expected findings:
 - TRN003 on nn.DataParallel over every visible GPU (once per function), also beside
-  logging that says nothing about DataParallel.
+  logging that says nothing about DataParallel, and over device_ids that start with one
+  id and add more (`[0] + extra_ids`, `[*ids]`).
 - PRC001 at the first model call of the training loop: nothing in the file chooses a
   reduced-precision format.
 Not expected: TRN003 on DataParallel with one device id (by keyword or position); the fixed form is
@@ -22,6 +23,15 @@ def wrap_logged(model, args):
     # Logging that does not warn about DataParallel leaves the finding as it is.
     logging.info("logits dtype %s, distributed_eval=%s", args.dtype, args.distributed_eval)
     return torch.nn.DataParallel(model)  # expect: TRN003
+
+
+def wrap_more(model, extra_ids):
+    # One id and then more: every GPU in the list.
+    return nn.DataParallel(model, device_ids=[0] + extra_ids)  # expect: TRN003
+
+
+def wrap_splat(model, ids):
+    return nn.DataParallel(model, device_ids=[*ids])  # expect: TRN003
 
 
 def main():

@@ -271,5 +271,26 @@ if __name__ == "__main__":
   EXPECT_TRUE(debug_apis(test).empty());
 }
 
+// LAY001's layer facts hold in test files too: the training rules skip test code, but a
+// layer rule reported there (--keep-context test) must still see a shared layer.
+TEST(PythonProgram, LayerFactsAlsoInTestFiles) {
+  const char* src = R"(
+import torch.nn as nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+    def forward(self, x):
+        return self.bn(self.shared(x)) + self.shared(x)
+)";
+  for (const char* path : {"model.py", "tests/test_model.py"}) {
+    ir::Module m = python::build_ir(SourceFile{path, src});
+    auto convs = nodes_of(m, "M.forward", "conv");
+    ASSERT_EQ(convs.size(), 2u) << path;
+    for (const ir::Node* c : convs) EXPECT_TRUE(flag(*c, "shared_module")) << path;
+  }
+}
+
 }  // namespace
 }  // namespace mlsem
