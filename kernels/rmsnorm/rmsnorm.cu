@@ -58,9 +58,9 @@ constexpr auto rmsnorm_cached8() {
 // at once; after the block reduction each thread reads its packs again (evict_first: their last
 // use), scales and stores them. DRAM still sees one read and one write. On an H200 at
 // 16384x8192 bf16 this ran at 96% of copy bandwidth against 94% for the row held in registers
-// through the reduction (the kernel above; within 1% from 44 to 64 registers, 4 or 5 blocks per
-// SM, the weight loaded ahead of the reduction or after it), 88-95% for the same two reads in
-// more rounds per thread, and 90-94% without the hints.
+// through the reduction (an aligned kernel since removed; within 1% from 44 to 64 registers,
+// 4 or 5 blocks per SM, the weight loaded ahead of the reduction or after it), 88-95% for the
+// same two reads in more rounds per thread, and 90-94% without the hints.
 template <class T, int PPT>
 __global__ void rmsnorm_twice(const T* x, const T* w, T* y, int64_t cols, float eps) {
   constexpr int P = kPack<T>;
@@ -148,10 +148,7 @@ int fused(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, c
       case 1: rmsnorm_cached<T, 1><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
       case 2: rmsnorm_cached<T, 2><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
       case 4: rmsnorm_cached<T, 4><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
-      default:
-        if constexpr (sizeof(T) == 2) rmsnorm_cached_long<T><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps);
-        else rmsnorm_cached<T, 8><<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps);
-        break;
+      default: rmsnorm_cached8<T>()<<<grid, plan.threads, 0, s>>>(x, w, y, cols, eps); break;
     }
   }
   MLSEM_CHECK_LAUNCH();
