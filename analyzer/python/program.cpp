@@ -7,6 +7,7 @@
 
 #include "core/text.h"
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 namespace mlsem::python {
 namespace {
 
+using program::flag_of;
 using program::home_of;
 using program::last_part;
 using program::test_path;
@@ -78,6 +80,7 @@ struct Facts {
   std::string guard;       // the periodic condition the sync runs under, if any
   bool decides_exit = false;
   bool printed = false;    // its value only reaches a print or a progress bar
+  TSNode step_loop{};      // the training loop it runs in (null when none)
 };
 
 // A call that shows a value: print(...), pbar.set_description(...), set_postfix, a
@@ -90,23 +93,44 @@ bool display_call(const Syntax& S, const SourceFile& f, TSNode n) {
          (last != callee && (last == "info" || last == "debug" || last == "write"));
 }
 
-// Whether `n` is (inside) an argument of a display call, within its statement.
+// A progress bar's text set by assignment: `pbar.desc = f"... {loss:.3g}"`.
+bool display_assignment(const Syntax& S, const SourceFile& f, TSNode n) {
+  if (ts_node_symbol(n) != S.assignment) return false;
+  std::string_view left = last_part(text_of(field(n, S.f_left), f.text));
+  return left == "desc" || left == "postfix";
+}
+
+// Whether `n` is (inside) an argument of a display call, or the value of a progress
+// bar's text, within its statement.
 bool inside_display(const Syntax& S, const SourceFile& f, TSNode n, TSNode stop) {
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = ts_node_parent(p)) {
-    if (display_call(S, f, p)) return true;
+    if (display_call(S, f, p) || display_assignment(S, f, p)) return true;
     if (ts_node_symbol(p) == S.block) return false;
   }
   return false;
 }
 
-// Whether every use of `name` in `body`, but its bindings, is an argument of a display call.
+// Whether `id` binds its name, or is read only to compute the name's new value: the left
+// of `name = ...`/`name += ...`, or a use on the right of `name = (name * i + x) / (i + 1)`
+// (a running mean).
+bool binds_own_name(const Syntax& S, const SourceFile& f, TSNode id, std::string_view name) {
+  for (TSNode p = ts_node_parent(id); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.assignment || k == S.augmented_assignment) {
+      TSNode left = field(p, S.f_left);
+      return !ts_node_is_null(left) && text_of(left, f.text) == name;
+    }
+    if (k == S.block || k == S.expression_statement) return false;
+  }
+  return false;
+}
+
+// Whether every use of `name` in `body`, but its bindings and its own updates, is an
+// argument of a display call or a progress bar's text.
 bool only_displayed(const Syntax& S, const SourceFile& f, TSNode body, std::string_view name) {
   bool any = false;
   for (TSNode id : identifiers_named(body, f.text, name, S.identifier, ts_node_start_byte(body), ts_node_end_byte(body))) {
-    TSNode p = ts_node_parent(id);
-    if (!ts_node_is_null(p) && (ts_node_symbol(p) == S.assignment || ts_node_symbol(p) == S.augmented_assignment) &&
-        ts_node_eq(field(p, S.f_left), id))
-      continue;
+    if (binds_own_name(S, f, id, name)) continue;
     if (!inside_display(S, f, id, body)) return false;
     any = true;
   }
@@ -133,6 +157,55 @@ bool tested_before_exit(const Syntax& S, const SourceFile& f, TSNode body, std::
   return false;
 }
 
+// The periodic condition `cond` amounts to, or empty: its own text, or, for a bare name
+// (`if is_metric_step:`, `if not should_log:`), the value last bound to that name before
+// it in the same function (`is_metric_step = (i % metric_every == 0) or last_batch`).
+std::string periodic_guard(const Syntax& S, const SourceFile& f, TSNode cond) {
+  if (ts_node_is_null(cond)) return {};
+  std::string_view c = text_of(cond, f.text);
+  if (periodic_condition(c)) return std::string(c);
+  TSNode name = cond;
+  if (ts_node_symbol(name) == S.not_operator) name = field(name, S.f_argument);
+  if (ts_node_is_null(name) || ts_node_symbol(name) != S.identifier) return {};
+  TSNode scope = cond;
+  while (!ts_node_is_null(scope) && ts_node_symbol(scope) != S.function_definition && ts_node_symbol(scope) != S.module)
+    scope = ts_node_parent(scope);
+  if (ts_node_is_null(scope)) return {};
+  std::string_view value;
+  for (TSNode id : identifiers_named(scope, f.text, text_of(name, f.text), S.identifier, ts_node_start_byte(scope),
+                                     ts_node_start_byte(cond))) {
+    TSNode a = ts_node_parent(id);
+    if (!ts_node_is_null(a) && ts_node_symbol(a) == S.assignment && ts_node_eq(field(a, S.f_left), id))
+      value = text_of(field(a, S.f_right), f.text);
+  }
+  if (!value.empty() && periodic_condition(value)) return std::string(c) + " (" + std::string(value) + ")";
+  return {};
+}
+
+// Whether a block skips the rest of the iteration or function: `return`, `continue`,
+// `break` or `raise` among its statements.
+bool skips_rest(const Syntax& S, TSNode block) {
+  for (TSNode c : named_children(block, S.comment)) {
+    std::string_view type = ts_node_type(c);
+    if (ts_node_symbol(c) == S.return_statement || type == "continue_statement" || type == "break_statement" ||
+        type == "raise_statement")
+      return true;
+  }
+  return false;
+}
+
+// The periodic guard of an early exit before `stmt` in its block, or empty:
+// `if not should_log: return` above the read means the read runs only on logging steps.
+std::string early_exit_guard(const Syntax& S, const SourceFile& f, TSNode stmt) {
+  for (TSNode prev = ts_node_prev_named_sibling(stmt); !ts_node_is_null(prev); prev = ts_node_prev_named_sibling(prev)) {
+    if (ts_node_symbol(prev) != S.if_statement) continue;
+    TSNode cons = field(prev, S.f_consequence);
+    if (ts_node_is_null(cons) || !skips_rest(S, cons)) continue;
+    if (std::string g = periodic_guard(S, f, field(prev, S.f_condition)); !g.empty()) return g;
+  }
+  return {};
+}
+
 // Walks from the sync's syntax node up to its loop (or function) and records the guard:
 // a periodic condition, or the branch of an abort (`if not finite: sys.exit(1)`), which
 // runs at most once. A read decides the exit when it is the loop's or an abort's
@@ -145,6 +218,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   out.printed = inside_display(S, f, n, root);
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
     TSSymbol k = ts_node_symbol(p);
+    if (k == S.block && out.guard.empty()) out.guard = early_exit_guard(S, f, child);
     if (k == S.function_definition || k == S.lambda) break;
     if (std::string_view(ts_node_type(p)) == "assert_statement") out.decides_exit = true;
     if (k == S.assignment && bound.empty()) {
@@ -161,7 +235,10 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
       // A loop that neither calls backward() nor steps (an evaluation pass, a loop over
       // loss terms) runs when the step around it runs it: keep looking for its guard.
       std::string_view loop_text = text_of(p, f.text);
-      if (contains(loop_text, "backward(") || contains(loop_text, ".step(")) break;
+      if (contains(loop_text, "backward(") || contains(loop_text, ".step(")) {
+        out.step_loop = p;
+        break;
+      }
       bound = {};
       continue;
     }
@@ -171,14 +248,110 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
       if (!ts_node_is_null(cond) && ts_node_eq(cond, child)) {
         if (!ts_node_is_null(cons) && exits_loop(S, f, cons)) out.decides_exit = true;
       } else if (!ts_node_is_null(cons) && ts_node_eq(cons, child) && out.guard.empty()) {
-        std::string_view c = text_of(cond, f.text);
-        if (periodic_condition(c) || exits_loop(S, f, cons)) out.guard = std::string(c);
+        if (std::string g = periodic_guard(S, f, cond); !g.empty()) out.guard = g;
+        else if (exits_loop(S, f, cons)) out.guard = std::string(text_of(cond, f.text));
       }
     }
   }
   return out;
 }
 
+// What a training step does on every iteration besides a given read: a display of a
+// value read from the GPU (`print(..., loss.item())`), and an operation that syncs by
+// itself: its result's shape depends on the data (`x[mask]`, `.nonzero()`,
+// `torch.unique`), a copy to the GPU without non_blocking=True, `torch.cuda.synchronize()`.
+// Each is kept with its range and line; code under a periodic guard or in a branch that
+// leaves the loop does not run every step and is left out.
+struct StepFacts {
+  struct Site {
+    uint32_t begin, end;
+    std::string line;
+  };
+  std::vector<Site> displays, shape_syncs;
+};
+
+// `x[mask]`, `x[x > 0]` read (not assigned: `x[mask] = 0` is a masked_fill, no sync),
+// `.nonzero()`, `torch.nonzero(x)`, `masked_select`, `torch.unique`.
+bool shape_sync(const Syntax& S, const SourceFile& f, TSNode n) {
+  TSSymbol k = ts_node_symbol(n);
+  if (k == S.subscript) {
+    TSNode parent = ts_node_parent(n);
+    if (!ts_node_is_null(parent) && (ts_node_symbol(parent) == S.assignment || ts_node_symbol(parent) == S.augmented_assignment) &&
+        ts_node_eq(field(parent, S.f_left), n))
+      return false;
+    TSNode index = field(n, S.f_subscript);
+    if (ts_node_is_null(index) || !ts_node_is_null(ts_node_next_named_sibling(index))) return false;
+    TSSymbol ik = ts_node_symbol(index);
+    if (ik == S.comparison_operator) return true;
+    return ik == S.identifier && contains(lower_ascii(text_of(index, f.text)), "mask");
+  }
+  if (k != S.call) return false;
+  std::string_view callee = text_of(field(n, S.f_function), f.text);
+  std::string_view last = last_part(callee);
+  return last == "nonzero" || last == "masked_select" || callee == "torch.unique" || (last == "unique" && last != callee);
+}
+
+// `torch.cuda.synchronize()`.
+bool explicit_wait(const Syntax& S, const SourceFile& f, TSNode n) {
+  return ts_node_symbol(n) == S.call && last_part(text_of(field(n, S.f_function), f.text)) == "synchronize";
+}
+
+// `x.to(device)` / `x.cuda()` of a tensor without non_blocking=True: PyTorch waits for the
+// stream after such a copy, so the step waits for the GPU there. Not a module
+// (`model.to(device)`), not a dtype conversion.
+bool blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
+  if (ts_node_symbol(n) != S.call) return false;
+  TSNode fn = field(n, S.f_function);
+  if (ts_node_symbol(fn) != S.attribute) return false;
+  std::string_view method = text_of(field(fn, S.f_attribute), f.text);
+  if (method != "to" && method != "cuda") return false;
+  std::string_view args = text_of(field(n, S.f_arguments), f.text);
+  if (contains(args, "non_blocking")) return false;
+  std::string recv = lower_ascii(text_of(field(fn, S.f_object), f.text));
+  for (std::string_view m : {"model", "net", "module", "self"})
+    if (contains(recv, m)) return false;
+  if (method == "cuda") return true;
+  std::string a = lower_ascii(args);
+  if (contains(a, "dtype") || contains(a, "cpu") || contains(a, "torch.float") || contains(a, "torch.bfloat") ||
+      contains(a, "torch.half") || contains(a, "torch.int") || contains(a, "torch.long"))
+    return false;
+  return contains(a, "device") || contains(a, "cuda") || contains(a, "rank") || contains(a, "gpu");
+}
+
+// `conditional`: `n` is inside an `if` of the step. A blocking copy or a synchronize()
+// counts only outside one: `if not args.prefetcher: x = x.to(device)` and
+// `if args.synchronize_step: torch.cuda.synchronize()` are not the default path.
+void scan_step(const Syntax& S, const SourceFile& f, TSNode n, bool guarded, StepFacts& out, bool conditional) {
+  TSSymbol k = ts_node_symbol(n);
+  if (k == S.function_definition || k == S.lambda || k == S.class_definition) return;
+  if (!guarded) {
+    if (display_call(S, f, n) || display_assignment(S, f, n)) {
+      std::string_view t = text_of(n, f.text);
+      if (contains(t, ".item()") || contains(t, ".tolist()") || contains(t, ".cpu()"))
+        out.displays.push_back({ts_node_start_byte(n), ts_node_end_byte(n), line_of(n)});
+    }
+    if (shape_sync(S, f, n) || (!conditional && (explicit_wait(S, f, n) || blocking_copy(S, f, n))))
+      out.shape_syncs.push_back({ts_node_start_byte(n), ts_node_end_byte(n), line_of(n)});
+  }
+  if (k == S.if_statement || k == S.elif_clause) {
+    // A periodic branch, and a branch that leaves the loop (an abort), do not run every step.
+    TSNode cond = field(n, S.f_condition), cons = field(n, S.f_consequence);
+    bool rare = !ts_node_is_null(cons) &&
+                ((!ts_node_is_null(cond) && periodic_condition(text_of(cond, f.text))) || exits_loop(S, f, cons));
+    for (TSNode c : named_children(n, S.comment))
+      scan_step(S, f, c, guarded || (rare && ts_node_eq(c, cons)), out, true);
+    return;
+  }
+  for (TSNode c : named_children(n, S.comment)) scan_step(S, f, c, guarded, out, conditional);
+}
+
+// The first site that is not the read itself (a display containing it, or the sync
+// operation it is part of), as "line N"; empty when none.
+std::string other_site(const std::vector<StepFacts::Site>& sites, const Range& r) {
+  for (const StepFacts::Site& s : sites)
+    if (!(s.begin <= r.begin_byte && r.end_byte <= s.end)) return "line " + s.line;
+  return {};
+}
 
 // The condition of a branch that aborts (`if not math.isfinite(loss): sys.exit(1)`): it
 // runs at most once. Empty for other regions.
@@ -210,6 +383,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   // A benchmark or profiling script (bench.py, benchmark_x.py): its loops measure.
   std::string_view base = last_part(file.path, '/');
   bool bench_script = base.rfind("bench", 0) == 0 || contains(base, "benchmark") || base.rfind("profile", 0) == 0;
+  std::map<uint32_t, StepFacts> steps;  // by the training loop's first byte
   for (ir::Function& fn : out.functions) {
     // `if` regions: the periodic guard of their condition (the first clause's).
     for (ir::Region& reg : fn.regions) {
@@ -225,18 +399,32 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
     bool test_fn = short_name.rfind("test", 0) == 0;
     bool timed = bench_file || contains(fn_text, "time.time(") || contains(fn_text, "perf_counter") ||
                  contains(fn_text, "elapsed_time") || contains(fn_text, "timeit");
+    // `float(loss.item())`: two syncs, one read; the outer one stands for both.
+    std::vector<Range> syncs;
+    for (const ir::Node& node : fn.nodes)
+      if (node.op == "sync" && node.range.valid()) syncs.push_back(node.range);
     for (ir::Node& node : fn.nodes) {
       if (node.op != "sync" || !node.range.valid()) continue;
+      for (const Range& o : syncs)
+        if (o.begin_byte <= node.range.begin_byte && node.range.end_byte <= o.end_byte &&
+            (o.begin_byte != node.range.begin_byte || o.end_byte != node.range.end_byte))
+          node.attrs["nested"] = true;
       bool own = node.range.begin_byte >= fn.range.begin_byte && node.range.end_byte <= fn.range.end_byte;
       Facts facts;
       if (own) {
         facts = walk(S, file, root, node.range);
       } else {
-        // Inlined from a helper: the guards are those of the call site's regions.
-        for (uint32_t r = node.region;; r = fn.regions[r].parent) {
+        // Inlined from a helper: the guards are the helper's own (a periodic `if`, an
+        // early `if not should_log: return`) and those of the call site's regions.
+        Facts own_facts = walk(S, file, root, node.range);
+        facts.guard = own_facts.guard;
+        facts.step_loop = own_facts.step_loop;
+        for (uint32_t r = node.region; facts.guard.empty(); r = fn.regions[r].parent) {
           if (r >= fn.regions.size()) break;
           const ir::Region& reg = fn.regions[r];
-          if (reg.kind == "loop") break;
+          // The training step's loop ends the search; a loop that does not train (the
+          // evaluation pass a helper runs) runs when its call site runs.
+          if (reg.kind == "loop" && flag_of(reg, "innermost_training")) break;
           auto g = reg.attrs.find("guard");
           if (g != reg.attrs.end() && std::get_if<std::string>(&g->second)) {
             facts.guard = std::get<std::string>(g->second);
@@ -256,6 +444,12 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
         if (contains(origin_name, "save") || contains(origin_name, "checkpoint"))
           facts.guard = "writes a checkpoint (" + origin->name + ")";
       }
+      if (!ts_node_is_null(facts.step_loop)) {
+        auto [it, fresh] = steps.try_emplace(ts_node_start_byte(facts.step_loop));
+        if (fresh) scan_step(S, file, field(facts.step_loop, S.f_body), false, it->second, false);
+        if (std::string d = other_site(it->second.displays, node.range); !d.empty()) node.attrs["step_output"] = d;
+        if (std::string d = other_site(it->second.shape_syncs, node.range); !d.empty()) node.attrs["step_syncs"] = d;
+      }
       if (!facts.guard.empty()) node.attrs["guarded"] = facts.guard;
       if (facts.decides_exit) node.attrs["decides_exit"] = true;
       if (facts.printed) node.attrs["printed"] = true;
@@ -263,6 +457,11 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       if (contains(t, "environ") || contains(t, "getenv") || contains(t, "argv") || contains(t, "args.") ||
           python_arithmetic(t))
         node.attrs["host_value"] = true;
+      // `m.cpu().parameters()`: a module moved to the host (to send its weights or
+      // gradients to a CPU process), not a value read back.
+      std::string_view after = std::string_view(file.text).substr(std::min<size_t>(node.range.end_byte, file.text.size()));
+      for (std::string_view m : {".parameters(", ".named_parameters(", ".state_dict(", ".buffers(", ".modules("})
+        if (after.starts_with(m)) node.attrs["module_move"] = true;
       if (test_file || test_fn) node.attrs["test_code"] = true;
       auto m = node.attrs.find("method");
       if (bench_script || (timed && m != node.attrs.end() && std::get_if<std::string>(&m->second) &&

@@ -10,7 +10,8 @@
 namespace mlsem::python {
 
 // Adds attributes to the `sync` nodes of `out` (guarded, decides_exit, host_value,
-// test_code, timing, gpu_file) and `guard` to `if` regions. Reads the syntax tree only.
+// printed, module_move, step_output, step_syncs, test_code, timing, gpu_file) and `guard`
+// to `if` regions. Reads the syntax tree only.
 void annotate_program(const SourceFile& file, TSNode root, ir::Module& out);
 
 }  // namespace mlsem::python

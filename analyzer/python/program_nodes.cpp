@@ -193,6 +193,31 @@ bool lazy_init(const Syntax& S, const SourceFile& f, TSNode n) {
   return false;
 }
 
+// Whether a condition tests that something is empty (`x.numel() == 0`, `len(x) == 0`,
+// `not x.size(0)`) or, with `nonempty`, that it is not (`label_index.size(0) > 0`).
+bool emptiness_test(std::string_view c, bool nonempty) {
+  bool size = contains(c, "size(") || contains(c, "numel(") || contains(c, "len(") || contains(c, "shape[");
+  if (!size) return false;
+  if (nonempty) return contains(c, "> 0") || contains(c, ">0") || contains(c, ">= 1") || contains(c, "!= 0");
+  return contains(c, "== 0") || contains(c, "==0") || c.starts_with("not ");
+}
+
+// Whether `n` runs only when a tensor is empty: in the `else` of `if x.size(0) > 0:` or
+// the body of `if x.numel() == 0:`, a degenerate-batch fallback (every label ignored)
+// and not the step's usual path.
+bool empty_fallback(const Syntax& S, const SourceFile& f, TSNode n) {
+  TSNode child = n;
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.function_definition || k == S.for_statement || k == S.while_statement) return false;
+    if (k != S.if_statement && k != S.elif_clause) continue;
+    std::string_view cond = text_of(field(p, S.f_condition), f.text);
+    if (ts_node_eq(child, field(p, S.f_consequence)) && emptiness_test(cond, false)) return true;
+    if (ts_node_symbol(child) == S.else_clause && emptiness_test(cond, true)) return true;
+  }
+  return false;
+}
+
 // Shape factories whose result device= would create on the GPU directly.
 bool shape_factory(std::string_view callee) {
   if (callee.rfind("torch.", 0) != 0) return false;
@@ -280,6 +305,7 @@ void add_host_tensor(const FileFacts& c, TSNode call, const std::string& device)
   node.attrs["device"] = device;
   node.attrs["hot"] = hot;
   if (factory.substr(6).starts_with("rand")) node.attrs["random"] = true;
+  if (empty_fallback(S, file, call)) node.attrs["empty_fallback"] = true;
 }
 
 bool disables_grad(std::string_view t) {

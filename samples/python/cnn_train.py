@@ -7,8 +7,11 @@ running loss with `loss.item()` every step, followed by an evaluation loop.
 Expected findings:
 - FUS002 on each `F.relu(self.fc…(x))` line: the activation between two Linear layers.
   Not on `F.relu(self.conv…(x))`: a pool, not a GEMM, reads its output.
-- SYN001 at `running_loss += loss.item()`: a device sync on every training step.
 Not expected:
+- SYN001 at `running_loss += loss.item()`: a device sync on every training step, but the
+  step's blocking copy `inputs.to(device)` (no pinned memory, no non_blocking=True)
+  already waits for the GPU, so deferring the read alone removes no wait; reported
+  below the default confidence, saying so.
 - SYN001 in the evaluation loop (no backward or optimizer step: not a training loop).
 - SYN001 on the per-epoch print, which only reads a Python float.
 - LOS001: the loss is nn.CrossEntropyLoss.
@@ -61,7 +64,7 @@ for epoch in range(10):
         loss = criterion(outputs, labels)  # ok: LOS001
         loss.backward()
         optimizer.step()
-        running_loss += loss.item()  # expect: SYN001
+        running_loss += loss.item()  # ok: SYN001
     print(f"epoch {epoch + 1}: loss {running_loss / len(trainloader):.3f}")  # ok: SYN001
 
 correct = 0

@@ -76,7 +76,7 @@ def test_grad_is_averaged(model, batch, optimizer):
 def train_with_abort(model, loader, optimizer, device):
     losses = []
     for images, targets in loader:
-        loss = model(images.to(device), targets.to(device))
+        loss = model(images.to(device, non_blocking=True), targets.to(device, non_blocking=True))
         loss_value = loss.item()  # ok: SYN001
         if not math.isfinite(loss_value):
             print("Loss is {}, stopping training".format(loss.item()))  # ok: SYN001

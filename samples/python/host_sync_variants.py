@@ -34,7 +34,8 @@ def train(model, loader, val_loader, optimizer, epochs, log_every=100, device="c
         model.train()
         epoch_loss = torch.zeros((), device=device)
         for batch in loader:
-            inputs, targets = batch["input"].to(device), batch["target"].to(device)
+            inputs = batch["input"].to(device, non_blocking=True)
+            targets = batch["target"].to(device, non_blocking=True)
             logits = model(inputs)
             loss = F.cross_entropy(logits, targets)
             if not torch.isfinite(loss).item():  # ok: SYN001
@@ -63,7 +64,7 @@ def train(model, loader, val_loader, optimizer, epochs, log_every=100, device="c
 def train_with_accuracy(model, loader, optimizer, device="cuda"):
     all_preds, all_labels = [], []
     for x, y in loader:
-        x, y = x.to(device), y.to(device)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         logits = model(x)
         loss = F.cross_entropy(logits, y)
         optimizer.zero_grad()

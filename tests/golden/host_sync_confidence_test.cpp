@@ -46,5 +46,36 @@ TEST(HostSyncConfidence, RandomFactoriesSayTheStreamChanges) {
   EXPECT_GT(arange->confidence, noise->confidence);
 }
 
+// A read in a step that waits for the GPU anyway (a blocking batch copy, a boolean-mask
+// index, a per-step print) falls below the default and says why; the same read in a step
+// that copies with non_blocking=True and shows nothing keeps its confidence.
+TEST(HostSyncConfidence, ReadsInStepsThatWaitAnywaySayWhy) {
+  SampleFindings a = test_support::analyze_sample("samples/python/host_sync_step_waits.py", everything());
+  const Finding* quiet = test_support::finding_at(a, "SYN001", "epoch_loss += loss.item()  # expect");
+  ASSERT_NE(quiet, nullptr);
+  EXPECT_GE(quiet->confidence, 0.5);
+  EXPECT_FALSE(says(*quiet, "already waits"));
+  for (const char* marker : {"total += loss.item()  # ok", "l1 += loss.item()"}) {
+    const Finding* f = test_support::finding_at(a, "SYN001", marker);
+    ASSERT_NE(f, nullptr) << marker;
+    EXPECT_LT(f->confidence, 0.5) << marker;
+    EXPECT_TRUE(says(*f, "already waits for the GPU")) << marker;
+  }
+  const Finding* printed = test_support::finding_at(a, "SYN001", "epoch_loss += loss.item()  # ok");
+  ASSERT_NE(printed, nullptr);
+  EXPECT_TRUE(says(*printed, "also prints or shows"));
+}
+
+TEST(HostSyncConfidence, EmptyBatchFallbacksAreBelowTheDefault) {
+  SampleFindings a = test_support::analyze_sample("samples/python/host_tensor_placement.py", everything());
+  const Finding* fallback = test_support::finding_at(a, "PLC001", "loss = torch.tensor(0).to(logits)");
+  ASSERT_NE(fallback, nullptr);
+  EXPECT_LT(fallback->confidence, 0.5);
+  EXPECT_TRUE(says(*fallback, "runs only when a tensor is empty"));
+  const Finding* usual = test_support::finding_at(a, "PLC001", "weight = torch.ones(logits.shape[-1]).to(logits)");
+  ASSERT_NE(usual, nullptr);
+  EXPECT_FALSE(says(*usual, "runs only when a tensor is empty"));
+}
+
 }  // namespace
 }  // namespace mlsem
