@@ -17,6 +17,7 @@
 
 #include "core/source.h"
 #include "ir/ir.h"
+#include "python/node_table.h"
 #include "python/syntax.h"
 
 namespace mlsem::python {
@@ -212,17 +213,35 @@ class Builder {
   struct ChildSpan {
     uint32_t begin = 0, count = 0;
   };
-  std::unordered_map<const void*, ChildSpan> child_spans_;
+  NodeTable child_spans_;  // -> child_span_list_
+  std::vector<ChildSpan> child_span_list_;
   std::vector<TSNode> child_store_;
 
   NodeList named(TSNode n);
+  // A field of `n`, looked up once per node and field: ts_node_child_by_field_id walks
+  // the children from the first on every call, and the same fields are asked for again
+  // (a call's function by every stage that reads it; a helper's body at each call that
+  // inlines it). Member stages calling field() get this one, not syntax.h's.
+  TSNode field(TSNode n, TSFieldId id) const;
+  mutable NodeTable field_index_;  // -> field_nodes_
+  mutable std::vector<TSNode> field_nodes_;
+  // dotted() of a node, kept: the parts' begin and count in dotted_store_, or not dotted.
+  struct DottedSpan {
+    uint32_t begin = 0, count = 0;
+    bool ok = false;
+  };
+  mutable NodeTable dotted_index_;  // -> dotted_spans_
+  mutable std::vector<DottedSpan> dotted_spans_;
+  mutable std::vector<std::string_view> dotted_store_;
   TSNode unparen(TSNode n) const;
   static bool same(TSNode a, TSNode b) { return ts_node_eq(a, b); }
 
   void diagnose(TSNode at, std::string message);
 
   // identifier chain `a.b.c` -> {"a","b","c"}; false when the root is not a name.
+  // Kept per node (dotted_index_): callers ask again for the same callee.
   bool dotted(TSNode n, std::vector<std::string_view>& parts) const;
+  bool dotted_walk(TSNode n, std::vector<std::string_view>& parts) const;
 
   static std::string join(const std::vector<std::string_view>& parts, size_t from = 0);
 

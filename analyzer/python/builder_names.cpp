@@ -14,16 +14,34 @@ namespace mlsem::python::detail {
 
 Builder::NodeList Builder::named(TSNode n) {
   NodeList out(&list_pool_);
-  auto [it, added] = child_spans_.try_emplace(n.id);
-  if (added) {
+  uint64_t key = NodeTable::key(n);
+  if (key == 0) {
     children_.named(n, out.vec(), S.comment);
-    it->second = {static_cast<uint32_t>(child_store_.size()), static_cast<uint32_t>(out.size())};
+    return out;
+  }
+  uint32_t at = child_spans_.find(key);
+  if (at == NodeTable::kMissing) {
+    children_.named(n, out.vec(), S.comment);
+    child_spans_.insert(key, static_cast<uint32_t>(child_span_list_.size()));
+    child_span_list_.push_back({static_cast<uint32_t>(child_store_.size()), static_cast<uint32_t>(out.size())});
     child_store_.insert(child_store_.end(), out.begin(), out.end());
   } else {
-    auto first = child_store_.begin() + it->second.begin;
-    out.vec().assign(first, first + it->second.count);
+    const ChildSpan& span = child_span_list_[at];
+    auto first = child_store_.begin() + span.begin;
+    out.vec().assign(first, first + span.count);
   }
   return out;
+}
+
+TSNode Builder::field(TSNode n, TSFieldId id) const {
+  uint64_t key = id < 32 ? NodeTable::key(n, id) : 0;
+  if (key == 0) return python::field(n, id);
+  uint32_t at = field_index_.find(key);
+  if (at != NodeTable::kMissing) return field_nodes_[at];
+  TSNode f = python::field(n, id);
+  field_index_.insert(key, static_cast<uint32_t>(field_nodes_.size()));
+  field_nodes_.push_back(f);
+  return f;
 }
 
 TSNode Builder::unparen(TSNode n) const {
@@ -37,6 +55,24 @@ void Builder::diagnose(TSNode at, std::string message) {
 }
 
 bool Builder::dotted(TSNode n, std::vector<std::string_view>& parts) const {
+  uint64_t key = NodeTable::key(n);
+  if (key != 0) {
+    if (uint32_t at = dotted_index_.find(key); at != NodeTable::kMissing) {
+      const DottedSpan& d = dotted_spans_[at];
+      parts.assign(dotted_store_.begin() + d.begin, dotted_store_.begin() + d.begin + d.count);
+      return d.ok;
+    }
+  }
+  bool ok = dotted_walk(n, parts);
+  if (key != 0) {
+    dotted_index_.insert(key, static_cast<uint32_t>(dotted_spans_.size()));
+    dotted_spans_.push_back({static_cast<uint32_t>(dotted_store_.size()), static_cast<uint32_t>(parts.size()), ok});
+    dotted_store_.insert(dotted_store_.end(), parts.begin(), parts.end());
+  }
+  return ok;
+}
+
+bool Builder::dotted_walk(TSNode n, std::vector<std::string_view>& parts) const {
   parts.clear();
   n = unparen(n);
   while (sym(n) == S.attribute) {
