@@ -16,7 +16,9 @@ Args Builder::collect_args(TSNode list) {
     a.pos.push_back(list);
     return a;
   }
-  for (TSNode c : named(list)) {
+  auto items = named(list);
+  if (items.size() > 1) a.pos.reserve(items.size());
+  for (TSNode c : items) {
     TSSymbol k = sym(c);
     if (k == S.keyword_argument) a.kw.emplace_back(text(field(c, S.f_name)), field(c, S.f_value));
     else if (k == S.list_splat || k == S.dictionary_splat) {
@@ -47,6 +49,7 @@ NodeId Builder::arg_node(Args& a, size_t i, std::string_view name) {
 
 std::vector<NodeId> Builder::all_args(Args& a) {
   std::vector<NodeId> ins;
+  if (a.count() + a.kw.size() > 1) ins.reserve(a.count() + a.kw.size());
   for (size_t i = 0; i < a.count(); ++i)
     if (!is_literal(a.expr(i))) ins.push_back(arg_node(a, i));
   for (const auto& [k, v] : a.kw)
