@@ -12,6 +12,10 @@
 #include "core/text.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
+// The named children of `node` but those of symbol `skip`, in order, flattening hidden
+// nodes as ts_node_child does (python/ts_children.c): writes at most `capacity` into
+// `out` and returns how many there are.
+extern "C" uint32_t mlsem_ts_named_children(TSNode node, TSSymbol skip, TSNode* out, uint32_t capacity);
 
 namespace mlsem::python {
 
@@ -91,48 +95,37 @@ inline TSNode field(TSNode n, TSFieldId id) { return ts_node_child_by_field_id(n
 // from the first child: quadratic over a wide module).
 inline std::vector<TSNode> named_children(TSNode n, TSSymbol comment) {
   std::vector<TSNode> out;
-  if (ts_node_is_null(n) || ts_node_child_count(n) == 0) return out;
-  TSTreeCursor c = ts_tree_cursor_new(n);
-  if (ts_tree_cursor_goto_first_child(&c)) {
-    do {
-      TSNode child = ts_tree_cursor_current_node(&c);
-      if (ts_node_is_named(child) && ts_node_symbol(child) != comment) out.push_back(child);
-    } while (ts_tree_cursor_goto_next_sibling(&c));
+  if (ts_node_is_null(n)) return out;
+  uint32_t count = ts_node_named_child_count(n);  // comments included: an upper bound
+  if (count == 0) return out;
+  out.resize(count);
+  uint32_t found = mlsem_ts_named_children(n, comment, out.data(), count);
+  if (found > count) {  // never, by the bound; then list again
+    out.resize(found);
+    mlsem_ts_named_children(n, comment, out.data(), found);
   }
-  ts_tree_cursor_delete(&c);
+  out.resize(found);
   return out;
 }
 
-// Iterates children through a cursor: ts_node_child(i) walks from the first child,
-// so indexing a wide node (a module of 10,000 statements) would be quadratic.
+// Lists children in one pass (mlsem_ts_named_children): ts_node_child(i) walks from the
+// first child, so indexing a wide node (a module of 10,000 statements) would be quadratic.
 class Children {
  public:
-  Children() : cursor_(ts_tree_cursor_new(TSNode{})) {}
-  ~Children() { ts_tree_cursor_delete(&cursor_); }
-  Children(const Children&) = delete;
-  Children& operator=(const Children&) = delete;
-
   // Named children of n except comments, in order, into out (cleared first).
   void named(TSNode n, std::vector<TSNode>& out, TSSymbol comment) {
     out.clear();
-    uint32_t count = ts_node_child_count(n);
-    if (count <= 4) {  // indexing a few children is cheaper than moving a cursor
-      for (uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_child(n, i);
-        if (ts_node_is_named(c) && ts_node_symbol(c) != comment) out.push_back(c);
-      }
-      return;
+    if (ts_node_is_null(n)) return;
+    uint32_t count = ts_node_named_child_count(n);  // comments included: an upper bound
+    if (count == 0) return;
+    out.resize(count);
+    uint32_t found = mlsem_ts_named_children(n, comment, out.data(), count);
+    if (found > count) {  // never, by the bound; then list again
+      out.resize(found);
+      mlsem_ts_named_children(n, comment, out.data(), found);
     }
-    ts_tree_cursor_reset(&cursor_, n);
-    if (!ts_tree_cursor_goto_first_child(&cursor_)) return;
-    do {
-      TSNode c = ts_tree_cursor_current_node(&cursor_);
-      if (ts_node_is_named(c) && ts_node_symbol(c) != comment) out.push_back(c);
-    } while (ts_tree_cursor_goto_next_sibling(&cursor_));
+    out.resize(found);
   }
-
- private:
-  TSTreeCursor cursor_;
 };
 
 }  // namespace mlsem::python
