@@ -78,7 +78,7 @@ inline constexpr double kDemotedConfidence = 0.3;
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
 inline constexpr const char* kContextKinds[] = {"test",   "reference", "parity",  "fallback", "returns-weights",
                                                 "cold",   "unused",    "modular", "variant",
-                                                "comparison"};
+                                                "comparison", "compiled"};
 // Kinds that demote a finding of any rule, whatever its `demote_in`: a modular source's
 // code is reported in the file generated from it, and dead code runs for no one.
 inline constexpr const char* kUniversalContextKinds[] = {"modular", "unused"};

@@ -7,6 +7,7 @@
 #include "python/axes.h"
 #include "python/builder.h"
 #include "python/attention_fix.h"
+#include "python/compiled.h"
 #include "python/context.h"
 #include "python/norm_facts.h"
 #include "python/program.h"
@@ -123,6 +124,7 @@ ir::Module build_ir(const SourceFile& file, const TSTree* tree) {
   for (ir::Function& f : out.functions) annotate_axes(f);  // axis roles, attention facts
   annotate_attention_fixes(file, root, out);                // SDPA arguments, or why none
   add_context_facts(file, root, out);
+  add_compile_facts(file, root, out);  // code torch.compile already fuses
   annotate_program(file, root, out);  // host-sync facts
   add_norm_facts(file, root, out);    // norm classes also built with a multi-dim shape
   add_layer_facts(file, out);         // biased layers: checkpoints, shared modules
