@@ -184,9 +184,13 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
     if (contains(t, w)) return;
   if (contains(lower_ascii(t), "fsdp")) return;
   if (chooses_precision(S, file, root)) return;
-  bool tf32 = contains(t, "allow_tf32 = True") || contains(t, "allow_tf32=True") ||
+  // TF32 for matmuls: `torch.backends.cuda.matmul.allow_tf32 = True`, the float32 matmul
+  // precision set to "high"/"medium", or `matmul.fp32_precision = "tf32"` (torch 2.9+).
+  // `torch.backends.cudnn.allow_tf32` is about convolutions only, and on by default.
+  bool tf32 = contains(t, "matmul.allow_tf32 = True") || contains(t, "matmul.allow_tf32=True") ||
               contains(t, "set_float32_matmul_precision(\"high") || contains(t, "set_float32_matmul_precision('high") ||
-              contains(t, "set_float32_matmul_precision(\"medium") || contains(t, "set_float32_matmul_precision('medium");
+              contains(t, "set_float32_matmul_precision(\"medium") || contains(t, "set_float32_matmul_precision('medium") ||
+              contains(t, "matmul.fp32_precision = \"tf32") || contains(t, "matmul.fp32_precision = 'tf32");
   bool opt_in = gpu_opt_in(S, file, root);
   // Datasets of 28x28 or 32x32 images: the models trained on them are small.
   std::string_view toy;
