@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <shared_mutex>
 
 #include "cuda/context.h"
 #include "cuda/invocation.h"
@@ -146,9 +147,8 @@ void parse_suppressions(const std::string& text, ir::Module& module) {
   }
 }
 
-}  // namespace
-
-ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
+// One file: the parse and the AST consumer above.
+ir::Module parse_and_lower(const SourceFile& file, const CudaOptions& options) {
   ir::Module module;
   module.path = file.path;
   module.language = "cuda";
@@ -213,9 +213,11 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
   invocation->getFrontendOpts().DisableFree = false;
   invocation->getFrontendOpts().SkipFunctionBodies = true;  // outside the main file: Lowering
   std::unique_ptr<llvm::MemoryBuffer> main_buffer;
-  std::shared_ptr<clang::PrecompiledPreamble> preamble;
+  std::shared_lock<std::shared_mutex> parsing;  // no preamble build beside this parse
+  std::shared_ptr<clang::PrecompiledPreamble> preamble;  // released before `parsing`
   if (toolkit) {
     preamble = toolkit_preamble(preamble_key(cl.args), *invocation, vfs);
+    parsing = std::shared_lock<std::shared_mutex>(preamble_build_gate());
     main_buffer = llvm::MemoryBuffer::getMemBufferCopy(contents, main_path);
     if (preamble && preamble->CanReuse(*invocation, main_buffer->getMemBufferRef(), preamble->getBounds(), *vfs)) {
       invocation->getPreprocessorOpts().RetainRemappedFileBuffers = true;
@@ -238,6 +240,14 @@ ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
   collect.finish();
   if (!ok && module.diagnostics.empty() && !collect.accepted_any())
     module.diagnostics.push_back({file.path, {}, "the CUDA parse failed; results for this file are incomplete"});
+  return module;
+}
+
+}  // namespace
+
+ir::Module build_ir(const SourceFile& file, const CudaOptions& options) {
+  ir::Module module = parse_and_lower(file, options);
+  release_free_memory();  // the file's AST, Sema and preprocessor, freed on return
   return module;
 }
 

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,14 @@ struct CommandLine {
 
 CommandLine make_command_line(const std::string& main_path, const CudaOptions& options,
                               std::vector<Diagnostic>& diagnostics, const std::string& user_path);
+
+// A parse with the toolkit preamble holds this shared, taken after toolkit_preamble()
+// returns; building a preamble holds it alone, so no parse runs beside a build (the
+// build is the peak of a run's memory).
+std::shared_mutex& preamble_build_gate();
+
+// Hands the memory malloc holds free back to the system (glibc keeps it per thread).
+void release_free_memory();
 
 // The toolkit headers parsed once per process (per distinct flags) into an in-memory
 // precompiled preamble; null when building it failed (remembered: no retry per file).
