@@ -14,6 +14,7 @@
 #include "driver/files.h"
 #include "driver/torch_version.h"
 #include "driver/notebook.h"
+#include "driver/references.h"
 #include "driver/suppress.h"
 #include "kernels/catalog.h"
 #include "python/context_usage.h"
@@ -298,6 +299,14 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   for (size_t i = 0; i < files.size(); ++i) {
     keep_source(results[i], texts[i], notebooks[i], sources);
     merge(results[i], report);
+  }
+  // Code nothing else in its project names (driver/references.h); demoted findings the
+  // run does not show go.
+  if (!options.keep_contexts.count("unused") && !options.keep_contexts.count("all")) {
+    if (driver::demote_unreferenced(report.findings) > 0 && !options.show_demoted)
+      std::erase_if(report.findings, [&](const Finding& f) {
+        return f.context_kind == "unused" && f.confidence < effective_settings(f.path, options).min_confidence;
+      });
   }
   sort_report(report);
   return report;
