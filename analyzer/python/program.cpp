@@ -194,10 +194,13 @@ bool skips_rest(const Syntax& S, TSNode block) {
   return false;
 }
 
-// The periodic guard of an early exit before `stmt` in its block, or empty:
+// The periodic guard of an early exit before `stmt` in `block`, or empty (the first
+// such exit in the block's order):
 // `if not should_log: return` above the read means the read runs only on logging steps.
-std::string early_exit_guard(const Syntax& S, const SourceFile& f, TSNode stmt) {
-  for (TSNode prev = ts_node_prev_named_sibling(stmt); !ts_node_is_null(prev); prev = ts_node_prev_named_sibling(prev)) {
+std::string early_exit_guard(const Syntax& S, const SourceFile& f, TSNode block, TSNode stmt) {
+  // One listing of the block (ts_node_prev_named_sibling walks from the first child).
+  for (TSNode prev : named_children(block, S.comment)) {
+    if (ts_node_start_byte(prev) >= ts_node_start_byte(stmt)) break;
     if (ts_node_symbol(prev) != S.if_statement) continue;
     TSNode cons = field(prev, S.f_consequence);
     if (ts_node_is_null(cons) || !skips_rest(S, cons)) continue;
@@ -218,7 +221,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   out.printed = inside_display(S, f, n, root);
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
     TSSymbol k = ts_node_symbol(p);
-    if (k == S.block && out.guard.empty()) out.guard = early_exit_guard(S, f, child);
+    if (k == S.block && out.guard.empty()) out.guard = early_exit_guard(S, f, p, child);
     if (k == S.function_definition || k == S.lambda) break;
     if (std::string_view(ts_node_type(p)) == "assert_statement") out.decides_exit = true;
     if (k == S.assignment && bound.empty()) {
