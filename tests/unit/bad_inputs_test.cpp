@@ -12,6 +12,7 @@
 #include "driver/files.h"
 #include "engine/engine.h"
 #include "report/report.h"
+#include "repo_engine.h"
 #include "temp_dir.h"
 
 namespace mlsem {
@@ -31,19 +32,8 @@ def attention(q, k, v):
     return probs @ v
 )";
 
-class BadInputs : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { loaded_ = Engine::load(MLSEM_SOURCE_DIR, load_errors_); }
-  void SetUp() override {
-    for (const FileError& e : load_errors_) ADD_FAILURE() << e.path << ":" << e.line << ": " << e.message;
-    if (!loaded_) GTEST_FAIL() << "the rules in " << MLSEM_SOURCE_DIR << " do not load";
-  }
-  static const Engine& engine() { return *loaded_; }
-
- private:
-  static inline std::vector<FileError> load_errors_;
-  static inline std::optional<Engine> loaded_;
-};
+// The repo's own rules, loaded once for the tests that analyze.
+using BadInputs = test_support::RepoEngine;
 
 using Place = std::tuple<std::string, uint32_t, uint32_t, uint32_t, uint32_t>;
 

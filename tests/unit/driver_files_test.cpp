@@ -15,6 +15,7 @@
 #include "driver/driver.h"
 #include "driver/files.h"
 #include "engine/engine.h"
+#include "repo_engine.h"
 #include "temp_dir.h"
 
 namespace mlsem {
@@ -35,19 +36,7 @@ def attention(q, k, v):
 )";
 
 // The repo's own rules, loaded once for the tests that analyze.
-class DriverAnalyze : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { loaded_ = Engine::load(MLSEM_SOURCE_DIR, load_errors_); }
-  void SetUp() override {
-    for (const FileError& e : load_errors_) ADD_FAILURE() << e.path << ":" << e.line << ": " << e.message;
-    if (!loaded_) GTEST_FAIL() << "the rules in " << MLSEM_SOURCE_DIR << " do not load";
-  }
-  static const Engine& engine() { return *loaded_; }
-
- private:
-  static inline std::vector<FileError> load_errors_;
-  static inline std::optional<Engine> loaded_;
-};
+using DriverAnalyze = test_support::RepoEngine;
 
 std::optional<FileError> read(const std::string& path, size_t max_bytes = 1 << 20) {
   SourceFile file;

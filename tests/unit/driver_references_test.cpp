@@ -11,6 +11,7 @@
 
 #include "driver/driver.h"
 #include "engine/engine.h"
+#include "repo_engine.h"
 #include "temp_dir.h"
 
 namespace mlsem {
@@ -32,25 +33,14 @@ std::string module_with(const std::vector<std::string>& defs) {
   return text;
 }
 
-class DriverReferences : public ::testing::Test {
+class DriverReferences : public test_support::RepoEngine {
  protected:
-  static void SetUpTestSuite() { loaded_ = Engine::load(MLSEM_SOURCE_DIR, load_errors_); }
-  void SetUp() override {
-    for (const FileError& e : load_errors_) ADD_FAILURE() << e.path << ":" << e.line << ": " << e.message;
-    if (!loaded_) GTEST_FAIL() << "the rules in " << MLSEM_SOURCE_DIR << " do not load";
-  }
-  static const Engine& engine() { return *loaded_; }
-
   // The ATT001 finding in function `fn`, or nullptr.
   static const Finding* in(const Report& r, const std::string& fn) {
     auto it = std::find_if(r.findings.begin(), r.findings.end(),
                            [&](const Finding& f) { return f.rule == "ATT001" && f.function == fn; });
     return it == r.findings.end() ? nullptr : &*it;
   }
-
- private:
-  static inline std::vector<FileError> load_errors_;
-  static inline std::optional<Engine> loaded_;
 };
 
 TEST_F(DriverReferences, CodeNoOtherFileNamesIsDemoted) {
