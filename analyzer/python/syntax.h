@@ -93,11 +93,12 @@ inline TSNode field(TSNode n, TSFieldId id) { return ts_node_child_by_field_id(n
 
 // The named children of `n` but comments, through a cursor (ts_node_named_child(i) walks
 // from the first child: quadratic over a wide module).
-inline std::vector<TSNode> named_children(TSNode n, TSSymbol comment) {
-  std::vector<TSNode> out;
-  if (ts_node_is_null(n)) return out;
+// Into `out` (cleared first).
+inline void named_children_into(TSNode n, std::vector<TSNode>& out, TSSymbol comment) {
+  out.clear();
+  if (ts_node_is_null(n)) return;
   uint32_t count = ts_node_named_child_count(n);  // comments included: an upper bound
-  if (count == 0) return out;
+  if (count == 0) return;
   out.resize(count);
   uint32_t found = mlsem_ts_named_children(n, comment, out.data(), count);
   if (found > count) {  // never, by the bound; then list again
@@ -105,6 +106,11 @@ inline std::vector<TSNode> named_children(TSNode n, TSSymbol comment) {
     mlsem_ts_named_children(n, comment, out.data(), found);
   }
   out.resize(found);
+}
+
+inline std::vector<TSNode> named_children(TSNode n, TSSymbol comment) {
+  std::vector<TSNode> out;
+  named_children_into(n, out, comment);
   return out;
 }
 
@@ -113,19 +119,7 @@ inline std::vector<TSNode> named_children(TSNode n, TSSymbol comment) {
 class Children {
  public:
   // Named children of n except comments, in order, into out (cleared first).
-  void named(TSNode n, std::vector<TSNode>& out, TSSymbol comment) {
-    out.clear();
-    if (ts_node_is_null(n)) return;
-    uint32_t count = ts_node_named_child_count(n);  // comments included: an upper bound
-    if (count == 0) return;
-    out.resize(count);
-    uint32_t found = mlsem_ts_named_children(n, comment, out.data(), count);
-    if (found > count) {  // never, by the bound; then list again
-      out.resize(found);
-      mlsem_ts_named_children(n, comment, out.data(), found);
-    }
-    out.resize(found);
-  }
+  void named(TSNode n, std::vector<TSNode>& out, TSSymbol comment) { named_children_into(n, out, comment); }
 };
 
 }  // namespace mlsem::python
