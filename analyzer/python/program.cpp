@@ -165,7 +165,6 @@ std::string periodic_guard(const Syntax& S, const SourceFile& f, TSNode cond) {
   std::string_view c = text_of(cond, f.text);
   if (periodic_condition(c)) return std::string(c);
   TSNode name = cond;
-  if (ts_node_symbol(name) == S.not_operator) name = field(name, S.f_argument);
   if (ts_node_is_null(name) || ts_node_symbol(name) != S.identifier) return {};
   TSNode scope = cond;
   while (!ts_node_is_null(scope) && ts_node_symbol(scope) != S.function_definition && ts_node_symbol(scope) != S.module)
@@ -195,8 +194,10 @@ bool skips_rest(const Syntax& S, TSNode block) {
 }
 
 // The periodic guard of an early exit before `stmt` in `block`, or empty (the first
-// such exit in the block's order):
-// `if not should_log: return` above the read means the read runs only on logging steps.
+// such exit in the block's order): `if not should_log: return` or
+// `if step % n != 0: continue` above the read means the read runs only on the periodic
+// steps. An exit on the periodic steps themselves (`if step % n == 0: continue`) leaves
+// the read on all the others: no guard.
 std::string early_exit_guard(const Syntax& S, const SourceFile& f, TSNode block, TSNode stmt) {
   // One listing of the block (ts_node_prev_named_sibling walks from the first child).
   for (TSNode prev : named_children(block, S.comment)) {
@@ -204,7 +205,14 @@ std::string early_exit_guard(const Syntax& S, const SourceFile& f, TSNode block,
     if (ts_node_symbol(prev) != S.if_statement) continue;
     TSNode cons = field(prev, S.f_consequence);
     if (ts_node_is_null(cons) || !skips_rest(S, cons)) continue;
-    if (std::string g = periodic_guard(S, f, field(prev, S.f_condition)); !g.empty()) return g;
+    TSNode cond = field(prev, S.f_condition);
+    if (ts_node_is_null(cond)) continue;
+    if (ts_node_symbol(cond) == S.not_operator) {
+      if (std::string g = periodic_guard(S, f, field(cond, S.f_argument)); !g.empty()) return g;
+      continue;
+    }
+    std::string_view c = text_of(cond, f.text);
+    if (contains(c, "%") && (contains(c, "!= 0") || contains(c, "!=0"))) return std::string(c);
   }
   return {};
 }
@@ -402,16 +410,8 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
     bool test_fn = short_name.rfind("test", 0) == 0;
     bool timed = bench_file || contains(fn_text, "time.time(") || contains(fn_text, "perf_counter") ||
                  contains(fn_text, "elapsed_time") || contains(fn_text, "timeit");
-    // `float(loss.item())`: two syncs, one read; the outer one stands for both.
-    std::vector<Range> syncs;
-    for (const ir::Node& node : fn.nodes)
-      if (node.op == "sync" && node.range.valid()) syncs.push_back(node.range);
     for (ir::Node& node : fn.nodes) {
       if (node.op != "sync" || !node.range.valid()) continue;
-      for (const Range& o : syncs)
-        if (o.begin_byte <= node.range.begin_byte && node.range.end_byte <= o.end_byte &&
-            (o.begin_byte != node.range.begin_byte || o.end_byte != node.range.end_byte))
-          node.attrs["nested"] = true;
       bool own = node.range.begin_byte >= fn.range.begin_byte && node.range.end_byte <= fn.range.end_byte;
       Facts facts;
       if (own) {
@@ -471,6 +471,19 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
                            std::get<std::string>(m->second) == "synchronize"))
         node.attrs["timing"] = true;
       if (gpu_file) node.attrs["gpu_file"] = true;
+    }
+    // `float(loss.item())`: two syncs, one read; the outer one stands for both, unless it
+    // is itself left out as no read (host_value, module_move).
+    std::vector<Range> outer;
+    for (const ir::Node& node : fn.nodes)
+      if (node.op == "sync" && node.range.valid() && !node.attrs.count("host_value") && !node.attrs.count("module_move"))
+        outer.push_back(node.range);
+    for (ir::Node& node : fn.nodes) {
+      if (node.op != "sync" || !node.range.valid()) continue;
+      for (const Range& o : outer)
+        if (o.begin_byte <= node.range.begin_byte && node.range.end_byte <= o.end_byte &&
+            (o.begin_byte != node.range.begin_byte || o.end_byte != node.range.end_byte))
+          node.attrs["nested"] = true;
     }
   }
 }

@@ -11,7 +11,9 @@ Expected findings:
 - SYN001 on `epoch_loss += loss.item()` in a step that copies its batch with
   non_blocking=True and shows nothing per step (train_quiet), in a step whose mask is
   written to, not read (masked_fill by assignment, no sync: train_masked_fill), and on
-  `float(x.item())` once.
+  `float(x.item())` once, after an early `continue` on the periodic steps themselves
+  (train_skips_periodic_steps: the read runs on all the others), and on the inner read of
+  a float() of arithmetic (`float(scale.factor * loss.item())`).
 Not expected: SYN001 in train_prints_each_step (the print reads every step), in
 train_masked_loss (boolean-mask indexing syncs every step), in train_blocking_copy (the
 batch copy without non_blocking=True waits for the GPU), in train_timed (an explicit
@@ -196,3 +198,19 @@ def train_with_periodic_eval(model, loader, val_loader, optimizer, eval_every=50
         optimizer.step()
         if step % eval_every == 0:
             evaluate(model, val_loader, device)
+
+
+def train_skips_periodic_steps(model, loader, optimizer, scale, device="cuda"):
+    # Leaving out every 100th step keeps the read on all the others.
+    total = 0.0
+    for step, (x, y) in enumerate(loader):
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        loss = F.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            continue
+        total += loss.item()  # expect: SYN001
+        total += float(scale.factor * loss.item())  # expect: SYN001
+    return total
