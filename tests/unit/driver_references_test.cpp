@@ -77,7 +77,11 @@ TEST_F(DriverReferences, ConfigsNotebooksRegistriesAndLoneFilesKeepIt) {
   TempDir dir;
   dir.write(".git/HEAD", "ref: refs/heads/main\n");
   dir.write("pkg/attn.py", module_with({attention("yaml_attention"), attention("notebook_attention"),
-                                        attention("registered_attention", "@register\n")}));
+                                        attention("registered_attention", "@register\n"),
+                                        attention("registered_long", "@register(\n    \"long\",\n)\n"),
+                                        attention("built_attention")}));
+  // A use in a directory the analysis walk would skip (build*) still counts.
+  dir.write("builders/make.py", "from pkg.attn import built_attention\n");
   dir.write("pkg/other.py", "x = 1\n");
   dir.write("configs/model.yaml", "model:\n  attention: pkg.attn.yaml_attention\n");
   dir.write("pkg/train.py", "import pkg.attn\n");
@@ -87,7 +91,8 @@ TEST_F(DriverReferences, ConfigsNotebooksRegistriesAndLoneFilesKeepIt) {
   DriverOptions options;
   options.min_confidence = kDefaultMinConfidence;
   Report r = analyze_paths({dir.path().string()}, engine(), options);
-  for (const char* fn : {"yaml_attention", "notebook_attention", "registered_attention", "script_attention"}) {
+  for (const char* fn : {"yaml_attention", "notebook_attention", "registered_attention", "registered_long",
+                         "built_attention", "script_attention"}) {
     ASSERT_NE(in(r, fn), nullptr) << fn;
     EXPECT_TRUE(in(r, fn)->context.empty()) << fn;
   }
