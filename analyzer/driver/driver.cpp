@@ -38,6 +38,11 @@ struct Effective {
   std::string key;
 };
 
+// The confidence below which `path`'s findings are hidden: its configuration's, else the option's.
+double min_confidence_for(const std::string& path, const DriverOptions& options) {
+  return options.config ? options.config->settings_for(path).min_confidence : options.min_confidence;
+}
+
 Effective effective_settings(const std::string& path, const DriverOptions& options) {
   Effective e;
   if (options.config) {
@@ -305,7 +310,7 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   if (!options.keep_contexts.count("unused") && !options.keep_contexts.count("all")) {
     if (driver::demote_unreferenced(report.findings) > 0 && !options.show_demoted)
       std::erase_if(report.findings, [&](const Finding& f) {
-        return f.context_kind == "unused" && f.confidence < effective_settings(f.path, options).min_confidence;
+        return f.context_kind == "unused" && f.confidence < min_confidence_for(f.path, options);
       });
   }
   sort_report(report);

@@ -146,6 +146,8 @@ struct Project {
   Names names;                                                          // candidates
   std::map<std::string, std::map<std::string, Lines, std::less<>>> defs;  // canonical path -> own definitions
   std::map<std::string, std::string> modules;                           // canonical path -> module stem
+  std::map<std::string, std::string> texts;                             // canonical path -> text, read once
+  std::set<std::string> file_names;                                     // the candidate files' names
 };
 
 // The name other files import a module by: its file's stem, or its package's for an
@@ -162,22 +164,29 @@ std::optional<Names> mentioned(const fs::path& root, const Project& project, Nam
   Names seen;
   uintmax_t total = 0;
   size_t count = 0;
-  std::set<std::string> read;  // canonical paths
-  auto visit = [&](const std::string& path, bool source) {
-    std::string c = canonical(path);
-    if (!read.insert(c).second) return;
-    std::optional<std::string> text = read_all(path);
-    if (!text) return;
+  // Module names another file imports them by: every candidate's, but a candidate file's own.
+  Names all_stems;
+  for (const auto& [file, stem] : project.modules) all_stems.insert(stem);
+  auto scan_text = [&](const std::string& c, std::string_view text, bool source) {
     auto own = project.defs.find(c);
-    scan(*text, project.names, seen, own == project.defs.end() ? nullptr : &own->second);
+    scan(text, project.names, seen, own == project.defs.end() ? nullptr : &own->second);
     if (!source) return;
-    Names stems;
-    for (const auto& [file, stem] : project.modules)
-      if (file != c) stems.insert(stem);
-    scan_imports(*text, stems, imported);
+    auto module = project.modules.find(c);
+    if (module == project.modules.end()) return scan_imports(text, all_stems, imported);
+    Names stems = all_stems;
+    stems.erase(module->second);
+    for (const auto& [file, stem] : project.modules)  // another candidate of the same stem
+      if (file != c && stem == module->second) stems.insert(stem);
+    scan_imports(text, stems, imported);
   };
-  // The candidates' own files first, whatever their size or directory.
-  for (const auto& [path, defs] : project.defs) visit(path, true);
+  // The candidates' own files first, whatever their size or directory, from the text read
+  // once; the walk skips them.
+  for (const auto& [c, text] : project.texts) scan_text(c, text, true);
+  auto visit = [&](const fs::path& p, bool source) {
+    // Only a file named like a candidate file can be one: canonicalize just those.
+    if (project.file_names.count(p.filename().string()) && project.texts.count(canonical(p.string()))) return;
+    if (std::optional<std::string> text = read_all(p.string())) scan_text({}, *text, source);
+  };
   std::error_code ec;
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
@@ -192,7 +201,7 @@ std::optional<Names> mentioned(const fs::path& root, const Project& project, Nam
     uintmax_t size = it->file_size(ec);
     if (ec || size > (source ? kMaxConfigBytes * 4 : kMaxConfigBytes)) continue;
     if ((total += size) > kMaxProjectBytes || ++count > kMaxProjectFiles) return std::nullopt;
-    visit(p.string(), source);
+    visit(p, source);
   }
   return seen;
 }
@@ -221,6 +230,7 @@ size_t demote_unreferenced(std::vector<Finding>& findings) {
     Project& project = projects[*root];
     std::string c = canonical(path);
     project.modules[c] = module_stem(absolute);
+    project.file_names.insert(absolute.filename().string());
     auto& defs = project.defs[c];
     for (const std::string& name : own)
       if (auto d = all.find(name); d != all.end()) {
@@ -228,6 +238,7 @@ size_t demote_unreferenced(std::vector<Finding>& findings) {
         project.names.insert(name);
         home[{path, name}] = *root;
       }
+    project.texts[c] = std::move(*text);
   }
   std::map<fs::path, Names> seen, imported;
   for (auto& [root, project] : projects) {
@@ -246,11 +257,9 @@ size_t demote_unreferenced(std::vector<Finding>& findings) {
     // may be run or used from outside.
     std::error_code ec;
     if (!imported[h->second].count(module_stem(fs::absolute(f.path, ec)))) continue;
-    f.context_kind = "unused";
-    f.context = "unused: nothing else in the project (its Python and configuration files under " +
-                h->second.filename().string() + "/) names `" + name + "`: it is never built or called";
-    f.severity = "info";
-    f.confidence = std::min(f.confidence, kDemotedConfidence);
+    demote(f, "unused",
+           "unused: nothing else in the project (its Python and configuration files under " +
+               h->second.filename().string() + "/) names `" + name + "`: it is never built or called");
     ++demoted;
   }
   return demoted;

@@ -433,13 +433,6 @@ std::optional<ContextHit> context_of(const ir::Module& module, const FunctionVie
   return std::nullopt;
 }
 
-void demote(Finding& f, std::string kind, std::string why) {
-  f.context_kind = std::move(kind);
-  f.context = std::move(why);
-  f.severity = "info";
-  f.confidence = std::min(f.confidence, kDemotedConfidence);
-}
-
 bool suppressed(const ir::Module& module, const Finding& f) {
   if (module.suppressions.empty()) return false;
   for (uint32_t line = f.range.begin.line; line <= f.range.end.line; ++line) {
@@ -454,6 +447,13 @@ bool suppressed(const ir::Module& module, const Finding& f) {
 }
 
 }  // namespace
+
+void demote(Finding& f, std::string kind, std::string why) {
+  f.context_kind = std::move(kind);
+  f.context = std::move(why);
+  f.severity = "info";
+  f.confidence = std::min(f.confidence, kDemotedConfidence);
+}
 
 Engine::Engine() : patterns_(std::make_unique<CompiledPatterns>()) {}
 Engine::Engine(Engine&&) noexcept = default;

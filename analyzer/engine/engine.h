@@ -75,6 +75,10 @@ class CompiledPatterns;  // engine/pattern.h
 // Demoted findings (code that is a fallback, a test, a reference, ...) are reported as
 // `info` with their confidence capped here, below the default display threshold.
 inline constexpr double kDemotedConfidence = 0.3;
+
+// Marks `f` demoted: its context kind and why, severity info, confidence capped at
+// kDemotedConfidence (the engine's context policy, and the driver's cross-file pass).
+void demote(Finding& f, std::string kind, std::string why);
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
 inline constexpr const char* kContextKinds[] = {"test",   "reference", "parity",  "fallback", "returns-weights",
                                                 "cold",   "unused",    "modular", "variant",

@@ -34,7 +34,8 @@ Builder::NodeList Builder::named(TSNode n) {
 }
 
 TSNode Builder::field(TSNode n, TSFieldId id) const {
-  uint64_t key = id < 32 ? NodeTable::key(n, id) : 0;
+  // Field ids run from 1 (tree-sitter-python has 32): tag id - 1, so every one is cached.
+  uint64_t key = id >= 1 && id <= 32 ? NodeTable::key(n, id - 1u) : 0;
   if (key == 0) return python::field(n, id);
   uint32_t at = field_index_.find(key);
   if (at != NodeTable::kMissing) return field_nodes_[at];

@@ -12,12 +12,13 @@ namespace {
 // @torch.compile, @torch.compile(mode="max-autotune").
 bool compile_callee(std::string_view t) { return t == "torch.compile" || t.starts_with("torch.compile("); }
 
-// The qualified name (Class.method) of a function definition, as the IR names functions.
+// The qualified name of a function definition, as the IR names functions: the names of
+// the classes and functions around it, outermost first (Class.method, make.inner).
 std::string qualified_name(const Syntax& S, const SourceFile& f, TSNode def) {
   std::string name(text_of(field(def, S.f_name), f.text));
   for (TSNode p = ts_node_parent(def); !ts_node_is_null(p); p = ts_node_parent(p))
-    if (ts_node_symbol(p) == S.class_definition) name = std::string(text_of(field(p, S.f_name), f.text)) + "." + name;
-    else if (ts_node_symbol(p) == S.function_definition) break;
+    if (ts_node_symbol(p) == S.class_definition || ts_node_symbol(p) == S.function_definition)
+      name = std::string(text_of(field(p, S.f_name), f.text)) + "." + name;
   return name;
 }
 
@@ -29,6 +30,7 @@ struct Scan {
 
   void visit(TSNode n) {
     TSSymbol k = ts_node_symbol(n);
+    if (k == S.decorator) return;  // @torch.compile(...) compiles its function only (below)
     if (k == S.call && call_line == 0 && compile_callee(text_of(field(n, S.f_function), f.text)))
       call_line = ts_node_start_point(n).row + 1;
     if (k == S.decorated_definition) {

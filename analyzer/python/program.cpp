@@ -482,8 +482,10 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       if (node.op != "sync" || !node.range.valid()) continue;
       for (const Range& o : outer)
         if (o.begin_byte <= node.range.begin_byte && node.range.end_byte <= o.end_byte &&
-            (o.begin_byte != node.range.begin_byte || o.end_byte != node.range.end_byte))
+            (o.begin_byte != node.range.begin_byte || o.end_byte != node.range.end_byte)) {
           node.attrs["nested"] = true;
+          break;
+        }
     }
   }
 }

@@ -87,7 +87,9 @@ TEST_F(DriverReferences, ConfigsNotebooksRegistriesAndLoneFilesKeepIt) {
   dir.write("pkg/train.py", "import pkg.attn\n");
   // A module nothing imports (a script, a file not wired up yet) keeps its findings.
   dir.write("tools/script.py", module_with({attention("script_attention")}));
-  dir.write("notebooks/demo.ipynb.json", "not a notebook: .json is a config too, naming notebook_attention\n");
+  dir.write("notebooks/demo.ipynb",
+            R"({"cells": [{"cell_type": "code", "source": ["from pkg.attn import notebook_attention\n"]}], )"
+            R"("metadata": {}, "nbformat": 4, "nbformat_minor": 5})");
   DriverOptions options;
   options.min_confidence = kDefaultMinConfidence;
   Report r = analyze_paths({dir.path().string()}, engine(), options);
