@@ -182,21 +182,24 @@ void mark_small_launches(ir::Module& module) {
                                                              : std::vector<std::string>{};
       };
       // What it reads and what it writes (a kernel filling a large output is not small).
-      std::vector<std::string> touched = names("read_buffers");
-      for (std::string& w : names("write_buffers")) touched.push_back(std::move(w));
+      std::vector<std::string> reads = names("read_buffers"), writes = names("write_buffers");
       // Written buffers of unknown size that this launch bounds (a fixed grid and block,
-      // stores outside loops): `d_Histogram[blockIdx.x] = ...` by one thread a block.
+      // stores outside loops): `d_Histogram[blockIdx.x] = ...` by one thread a block. The
+      // bound is on what the launch stores, not on what it reads: a kernel reading a whole
+      // buffer and writing one value a block to it is bounded only in its writes.
       std::map<std::string, int64_t> bounded;
       for (const std::string& item : names("bounded_writes"))
         if (size_t colon = item.rfind(':'); colon != std::string::npos)
           bounded[item.substr(0, colon)] = std::stoll(item.substr(colon + 1));
-      std::optional<int64_t> total = touched.empty() ? std::nullopt : std::optional<int64_t>(0);
+      std::optional<int64_t> total = reads.empty() && writes.empty() ? std::nullopt : std::optional<int64_t>(0);
       std::string largest;
       int64_t largest_bytes = -1;
-      for (const std::string& name : touched) {
+      for (size_t i = 0; i < reads.size() + writes.size(); ++i) {
+        bool write = i >= reads.size();
+        const std::string& name = write ? writes[i - reads.size()] : reads[i];
         auto it = sizes.find(name);
         std::optional<int64_t> bytes = it != sizes.end() ? it->second : std::nullopt;
-        if (!bytes && bounded.count(name)) bytes = bounded[name];
+        if (auto b = bounded.find(name); !bytes && write && b != bounded.end()) bytes = b->second;
         if (!bytes) { total.reset(); break; }
         *total += *bytes;
         if (*bytes > largest_bytes) largest_bytes = *bytes, largest = name;

@@ -115,15 +115,8 @@ void FunctionLowering::finish_device() {
       vectorizable_marked |= scalar_unit;
     }
   }
-  // What one thread stores through each parameter, when no store to it is in a loop.
-  summary_.param_store_bytes.assign(summary_.param_written.size(), 0);
-  for (const auto& acc : accesses_) {
-    auto* pv = llvm::dyn_cast_or_null<clang::ParmVarDecl>(acc.ptr.decl_ptr);
-    if (!acc.store || acc.ptr.space != "global" || !pv || !param_index_.count(pv)) continue;
-    int64_t& bytes = summary_.param_store_bytes[param_index_[pv]];
-    int64_t eb = std::get<int64_t>(fn_.nodes[acc.node].attrs.at("elem_bytes"));
-    if (bytes >= 0) bytes = acc.loop >= 0 || eb <= 0 ? -1 : bytes + eb;
-  }
+  // What one thread stores through each parameter (summed by mark_param): none known for a
+  // parameter not written, or written only through stores of unknown size.
   for (size_t i = 0; i < summary_.param_store_bytes.size(); ++i)
     if (!summary_.param_written[i] || summary_.param_store_bytes[i] == 0) summary_.param_store_bytes[i] = -1;
   // Parameters: read, written, and what they promise.

@@ -206,6 +206,7 @@ void FunctionLowering::declare_params() {
     param_index_[p] = i;
     summary_.param_read.push_back(false);
     summary_.param_written.push_back(false);
+    summary_.param_store_bytes.push_back(0);
     clang::QualType t = p->getType();
     std::map<std::string, Attr> attrs{{"name", p->getNameAsString()}};
     if (t->isPointerType()) {

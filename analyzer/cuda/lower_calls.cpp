@@ -90,7 +90,7 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
       // Every thread of the block (or grid) updates one address: they serialize.
       a["same_address"] = !thread_dependent(target->byte_offset);
       if (target->decl != ir::kNoNode) inputs.push_back(target->decl);
-      mark_param(*target, true, true);
+      mark_param(*target, true, true, -1);
     } else {
       value(call->getArg(0));
     }
@@ -144,7 +144,7 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
     }
     global_pointer |= p->space == "global";
     // A pointer handed to another function may be written there.
-    if (!a->getType()->getPointeeType().isConstQualified()) mark_param(*p, true, true);
+    if (!a->getType()->getPointeeType().isConstQualified()) mark_param(*p, true, true, -1);
     parts.push_back(opaque_of(a, {p->byte_offset}));
   }
   // A global pointer and a thread's own index handed to a helper (apex's load_store(dst,

@@ -230,17 +230,22 @@ NodeId FunctionLowering::emit_access(const clang::Expr* e, const Pointer& p, boo
         if (!store && ahead_by > 0) loops_[l].shared_read_ahead = true;
       }
   }
-  if (store) mark_param(p, false, true);
-  else mark_param(p, true, false);
+  if (store) mark_param(p, false, true, p.space != "global" ? 0 : loop_ >= 0 || moved_bytes <= 0 ? -1 : moved_bytes);
+  else mark_param(p, true, false, 0);
   return id;
 }
 
-void FunctionLowering::mark_param(const Pointer& p, bool read, bool written) {
+void FunctionLowering::mark_param(const Pointer& p, bool read, bool written, int64_t store_bytes) {
   auto* pv = llvm::dyn_cast_or_null<clang::ParmVarDecl>(p.decl_ptr);
-  if (!pv || !param_index_.count(pv)) return;
-  size_t i = param_index_[pv];
+  if (!pv) return;
+  auto it = param_index_.find(pv);
+  if (it == param_index_.end()) return;
+  size_t i = it->second;
   if (read) summary_.param_read[i] = true;
   if (written) summary_.param_written[i] = true;
+  // The sum over its stores, or -1 as soon as one is of unknown size.
+  int64_t& bytes = summary_.param_store_bytes[i];
+  if (bytes >= 0) bytes = store_bytes < 0 ? -1 : bytes + store_bytes;
 }
 
 Poly FunctionLowering::builtin_var(const clang::Expr* e) {

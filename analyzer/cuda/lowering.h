@@ -305,7 +305,10 @@ class FunctionLowering {
 
   NodeId emit_access(const clang::Expr* e, const Pointer& p, bool store);
 
-  void mark_param(const Pointer& p, bool read, bool written);
+  // A parameter read or written through p. store_bytes: what this one write stores, for
+  // KernelSummary::param_store_bytes (0: no store; -1: not known, as for a store in a
+  // loop, an atomic, or a pointer handed to a helper that may write through it).
+  void mark_param(const Pointer& p, bool read, bool written, int64_t store_bytes);
 
   // --- expressions ---------------------------------------------------------
 

@@ -718,6 +718,81 @@ void run(const float* input, float* out, int n_out) {
       << fn_str(*function(m, "head"), "cold");
 }
 
+// A launch with a fixed grid bounds what a kernel stores outside loops, not what it reads:
+// `sum_into` reads all of `buf` (its size unknown) and writes one value a block back to it.
+TEST(CudaSmallLaunches, ABoundedWriteDoesNotBoundTheReadsOfItsBuffer) {
+  auto m = parse(R"(
+__global__ void sum_into(float* buf, int n) {
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += buf[i];
+  if (threadIdx.x == 0) buf[blockIdx.x] = s;
+}
+__global__ void sum_to(const float* a, float* out, int n) {
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += a[i];
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+void run(float* data, float* partial, int n) {
+  float* a;
+  cudaMalloc((void**)&a, 1000 * sizeof(float));
+  sum_into<<<4, 256>>>(data, n);
+  sum_to<<<4, 256>>>(a, partial, 1000);  // reads 4000 bytes, stores 4 x 256 x 4 bytes
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  ASSERT_NE(function(m, "sum_into"), nullptr);
+  EXPECT_EQ(fn_str(*function(m, "sum_into"), "cold"), "");
+  ASSERT_NE(function(m, "sum_to"), nullptr);
+  EXPECT_NE(fn_str(*function(m, "sum_to"), "cold").find("at most 8 KiB"), std::string::npos)
+      << fn_str(*function(m, "sum_to"), "cold");
+}
+
+// What a thread stores through a parameter is known only when every write to it is a plain
+// store outside loops: an atomic or a helper handed the pointer may write anything.
+TEST(CudaSmallLaunches, AtomicsAndHelperWritesLeaveTheStoreSizeUnknown) {
+  auto m = parse(R"(
+__device__ void put(float* p, int i, float v) { p[i] = v; }
+__global__ void count(const float* x, int* hist, int n) {
+  hist[blockIdx.x] = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) atomicAdd(&hist[(int)x[i]], 1);
+}
+__global__ void scatter(const float* x, float* y) {
+  y[blockIdx.x] = 0.0f;
+  put(y, blockIdx.x * blockDim.x + threadIdx.x, x[0]);
+}
+__global__ void only_atomic(const float* x, int* hist) { atomicAdd(&hist[threadIdx.x], (int)x[0]); }
+__global__ void plain(const float* x, float* y) { y[blockIdx.x * blockDim.x + threadIdx.x] = x[0]; }
+void run(int* h, float* out) {
+  float* x;
+  cudaMalloc((void**)&x, 1000 * sizeof(float));
+  count<<<4, 256>>>(x, h, 1000);
+  scatter<<<4, 256>>>(x, out);
+  only_atomic<<<4, 256>>>(x, h);
+  plain<<<4, 256>>>(x, out);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  const ir::Function* run = function(m, "run");
+  ASSERT_NE(run, nullptr);
+  std::map<std::string, std::string> bounded;  // kernel -> its launch's bounded_writes
+  for (const ir::Node* n : nodes(*run, "launch")) {
+    const ir::Attr* b = n->attr("bounded_writes");
+    bounded[std::get<std::string>(*n->attr("kernel"))] = b ? std::get<std::string>(*b) : "";
+  }
+  ASSERT_EQ(bounded.size(), 4u);
+  EXPECT_EQ(bounded["count"], "");
+  EXPECT_EQ(bounded["scatter"], "");
+  EXPECT_EQ(bounded["only_atomic"], "");
+  EXPECT_EQ(bounded["plain"], "out:4096");
+  for (const char* name : {"count", "scatter", "only_atomic"}) {
+    ASSERT_NE(function(m, name), nullptr) << name;
+    EXPECT_EQ(fn_str(*function(m, name), "cold"), "") << name;
+  }
+  ASSERT_NE(function(m, "plain"), nullptr);
+  EXPECT_NE(fn_str(*function(m, "plain"), "cold").find("at most 8 KiB"), std::string::npos)
+      << fn_str(*function(m, "plain"), "cold");
+}
+
 TEST(CudaLoops, ALoopSteppingAVariableOfTheFunctionMakesItTheInduction) {
   // apex's LayerNorm backward: an unrolled loop over 4-element chunks, then the remainder
   // loop `for (; l < n; ++l)` continuing from where it stopped. Both step l: in the first
