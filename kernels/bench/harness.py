@@ -187,8 +187,11 @@ def flops(kernel, shape, mode=None):
     return None
 
 
-def run_record(kernel, shape, dtype, variant, ms, mode=None, correct=None, max_abs_err=None, rel_err=None):
-    """One row of "runs": time plus throughput (gbps for memory-bound kernels, tflops for matmul-like)."""
+def run_record(kernel, shape, dtype, variant, ms, mode=None, correct=None, max_abs_err=None, rel_err=None,
+               copy_same_bytes_gbps=None):
+    """One row of "runs": time plus throughput (gbps for memory-bound kernels, tflops for matmul-like).
+    copy_same_bytes_gbps: a device-to-device copy moving the same bytes (bytes_moved; half read,
+    half written), timed the same way in the same run (bench.py gives it to the fused runs)."""
     r = {"kernel": kernel, "shape": shape_str(shape), "dtype": dtype, "variant": variant, "ms": round(ms, 5)}
     if mode:
         r["mode"] = mode
@@ -201,12 +204,22 @@ def run_record(kernel, shape, dtype, variant, ms, mode=None, correct=None, max_a
     r["max_abs_err"] = max_abs_err
     if rel_err is not None:
         r["rel_err"] = rel_err
+    if copy_same_bytes_gbps is not None:
+        r["copy_same_bytes_gbps"] = copy_same_bytes_gbps
     return r
 
 
+def same_bytes_copy(kernel, shape, dtype, mode=None):
+    """Bytes of the source of a copy that moves as many bytes as the kernel (read plus written),
+    or None when the kernel is not memory-bound."""
+    by = bytes_moved(kernel, shape, dtype, mode)
+    return None if by is None or kernel not in MEMORY_BOUND else by // 2
+
+
 def summarize(runs, copy_gbps):
-    """Per (kernel, mode, shape, dtype): fused time against every other variant, and the
-    fraction of the run's copy bandwidth the fused kernel reached."""
+    """Per (kernel, mode, shape, dtype): fused time against every other variant, the
+    fraction of the run's copy bandwidth the fused kernel reached, and, where the run timed a
+    copy of the same bytes, the fraction of that copy's bandwidth (fraction_of_same_bytes_copy)."""
     groups = {}
     for r in runs:
         key = (r["kernel"], r.get("mode"), r["shape"], r["dtype"])
@@ -222,6 +235,9 @@ def summarize(runs, copy_gbps):
                 row["speedup_vs_" + v] = round(by_variant[v]["ms"] / fused["ms"], 3)
         if fused.get("gbps") and copy_gbps:
             row["fraction_of_copy"] = round(fused["gbps"] / copy_gbps, 3)
+        if fused.get("gbps") and fused.get("copy_same_bytes_gbps"):
+            row["same_bytes_copy_of_copy"] = round(fused["copy_same_bytes_gbps"] / copy_gbps, 3) if copy_gbps else None
+            row["fraction_of_same_bytes_copy"] = round(fused["gbps"] / fused["copy_same_bytes_gbps"], 3)
         out.append(row)
     return out
 

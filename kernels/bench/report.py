@@ -44,17 +44,21 @@ def kernel_table(doc, kernel):
     copy = run["copy_gbps"]
     lines = [f"Measured on {doc['device']} (driver {run['driver']}, CUDA {run['cuda']}, torch {run['torch']}), "
              f"{run['date'][:10]}, `{run['command']}`; copy bandwidth of the same run {copy:.0f} GB/s. "
-             "Speedups are the other variant's median time over the fused kernel's (above 1: fused is faster).", "",
-             "| mode | shape | dtype | fused ms | throughput | % of copy | vs eager | vs library | vs compile | vs triton | vs baseline | correct |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Speedups are the other variant's median time over the fused kernel's (above 1: fused is faster). "
+             "% of same-bytes copy: against a copy that moves the same bytes, timed the same way in the same run "
+             "(- where the run timed none).", "",
+             "| mode | shape | dtype | fused ms | throughput | % of copy | % of same-bytes copy | vs eager | vs library | vs compile | vs triton | vs baseline | correct |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (k, mode, shape), g in by_group(doc).items():
         if k != kernel or "fused" not in g:
             continue
         f = g["fused"]
         thr = f"{f['gbps']:.0f} GB/s" if "gbps" in f else f"{f['tflops']:.0f} TFLOP/s"
         pct = f"{100 * f['gbps'] / copy:.0f}%" if "gbps" in f else "-"
+        same = same_bytes(f, copy)
         ok = all(g[v]["correct"] for v in ("fused", "baseline", "triton") if v in g)
         lines.append(f"| {mode or ''} | {shape} | {f['dtype']} | {f['ms']:.4f} | {thr} | {pct} | "
+                     f"{'-' if same is None else f'{same[0]:.0f}% (copy {same[1]:.0f}%)'} | "
                      f"{times(ratio(g, 'torch_eager'))} | {times(ratio(g, 'torch_library'))} | "
                      f"{times(ratio(g, 'torch_compile'))} | {times(ratio(g, 'triton'))} | {times(ratio(g, 'baseline'))} | "
                      f"{'yes' if ok else 'NO'} |")
@@ -66,6 +70,14 @@ def kernel_table(doc, kernel):
                       "fused/baseline/triton results within tolerance."]
     lines += ["", f"Plot: [time against size](../results/plots/{Path(doc['_file']).stem}/{kernel}.svg)."]
     return "\n".join(lines)
+
+
+def same_bytes(fused, copy):
+    """(% of the same-bytes copy the fused kernel reached, that copy's % of the run's copy), or None."""
+    c = fused.get("copy_same_bytes_gbps")
+    if not c or "gbps" not in fused:
+        return None
+    return 100 * fused["gbps"] / c, 100 * c / copy
 
 
 def largest(groups, kernel):
@@ -113,7 +125,7 @@ def overview(doc):
             f = g["fused"]
             pct = 100 * f["gbps"] / harness.run_of(doc, kernel)["copy_gbps"] if "gbps" in f else None
             eager, lib, comp = ratio(g, "torch_eager"), ratio(g, "torch_library"), ratio(g, "torch_compile")
-            missed = misses(kernel, mode, g, copy)
+            missed = misses(kernel, mode, g, harness.run_of(doc, kernel)["copy_gbps"])
             verdict = "met" if not missed else "missed: " + ", ".join(missed)
             if kernel.startswith("lesson_"):
                 verdict = "lesson (vs baseline " + times(ratio(g, "baseline")) + ")"
@@ -126,11 +138,14 @@ def overview(doc):
         if kernel in harness.MEMORY_BOUND and "fused" in g and harness.numel(shape) >= LARGE:
             if largest(groups, kernel).get(mode, (None,))[0] == shape:
                 continue
-            missed = [m for m in misses(kernel, mode, g, copy) if m in ("bandwidth", "compile")]
+            run_copy = harness.run_of(doc, kernel)["copy_gbps"]  # the copy of the run that measured it
+            missed = [m for m in misses(kernel, mode, g, run_copy) if m in ("bandwidth", "compile")]
             if missed:
                 f = g["fused"]
-                other.append(f"{kernel}{' ' + mode if mode else ''} {shape} ({100 * f['gbps'] / copy:.0f}% of copy, "
-                             f"{times(ratio(g, 'torch_compile'))} compile: {', '.join(missed)})")
+                same = same_bytes(f, run_copy)
+                same_text = "" if same is None else f", {same[0]:.0f}% of a same-bytes copy, which ran at {same[1]:.0f}%"
+                other.append(f"{kernel}{' ' + mode if mode else ''} {shape} ({100 * f['gbps'] / run_copy:.0f}% of copy"
+                             f"{same_text}, {times(ratio(g, 'torch_compile'))} compile: {', '.join(missed)})")
     lines += ["", "Other shapes of at least 4096x4096 that miss a memory-bound target: " +
               ("; ".join(other) if other else "none") + "."]
     san = doc.get("sanitizer")

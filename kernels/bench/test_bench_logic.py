@@ -86,6 +86,24 @@ class SummaryTest(unittest.TestCase):
         self.assertAlmostEqual(row["speedup_vs_torch_compile"], 1.2)
         self.assertNotIn("speedup_vs_baseline", row)
 
+    def test_fraction_of_a_copy_of_the_same_bytes(self):
+        # softmax 4096x4096 bf16 moves 64 MiB: the copy reads 32 MiB and writes 32 MiB
+        self.assertEqual(harness.same_bytes_copy("softmax", (4096, 4096), "bfloat16"), 4096 * 4096 * 2)
+        self.assertIsNone(harness.same_bytes_copy("attention_fwd", (1, 1, 64, 64), "bfloat16"))
+        self.assertIsNone(harness.same_bytes_copy("lesson_dropout", (4, 8), "bfloat16", "train"))
+        # 64 bytes in 1 ms = 6.4e-05 GB/s; the copy of the same bytes at 8e-05, the 1 GB copy at 1e-04
+        fused = harness.run_record("softmax", (4, 4), "bfloat16", "fused", 0.001, correct=True, max_abs_err=0,
+                                   copy_same_bytes_gbps=80.0)
+        self.assertEqual(fused["copy_same_bytes_gbps"], 80.0)
+        fused["gbps"] = 64.0  # the record rounds to 0.1 GB/s; set a round figure
+        (row,) = harness.summarize([fused], copy_gbps=100.0)
+        self.assertAlmostEqual(row["fraction_of_copy"], 0.64)
+        self.assertAlmostEqual(row["fraction_of_same_bytes_copy"], 0.8)
+        self.assertAlmostEqual(row["same_bytes_copy_of_copy"], 0.8)
+        # runs without the field (older files) summarize as before
+        self.assertNotIn("fraction_of_same_bytes_copy",
+                         harness.summarize([dict(fused, copy_same_bytes_gbps=None)], copy_gbps=100.0)[0])
+
     def test_validate_names_missing_fields(self):
         doc = {"device": "x", "runs": [{"kernel": "softmax", "variant": "fast"}]}
         problems = harness.validate_results(doc)
