@@ -197,8 +197,10 @@ std::set<std::string> FunctionLowering::pointer_kernels(const clang::Expr* calle
 }
 
 Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
-  for (const clang::Expr* a : kc->arguments()) value(a);
-  if (device_) return opaque(kc, false, false);  // dynamic parallelism: not modelled
+  if (device_) {  // dynamic parallelism: not modelled
+    for (const clang::Expr* a : kc->arguments()) value(a);
+    return opaque(kc, false, false);
+  }
   const clang::FunctionDecl* kernel = kc->getDirectCallee();
   const clang::FunctionDecl* instance = kernel;  // the specialization launched, for a template
   std::string name = kernel ? kernel->getNameAsString() : text(kc->getCallee());
@@ -223,13 +225,17 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
   attrs["kernel_known"] = summary != nullptr;
   attrs["kernel_pointwise"] = summary && summary->pointwise;
   attrs["kernel_gemm"] = summary && summary->gemm;
+  // One walk over the arguments: each lowered, its text, and the buffer a pointer names
+  // (kept for bounded_writes below).
   std::set<std::string> reads, writes;
   std::string args;
+  std::vector<std::string> buffers(kc->getNumArgs());
   for (unsigned i = 0; i < kc->getNumArgs(); ++i) {
     const clang::Expr* a = kc->getArg(i);
+    value(a);
     args += (i ? ", " : "") + text(a);
     if (!a->getType()->isPointerType()) continue;
-    std::string buf = buffer_name(a);
+    std::string& buf = buffers[i] = buffer_name(a);
     if (buf.empty()) continue;
     bool read = true, written = !a->getType()->getPointeeType().isConstQualified();
     if (summary && i < summary->param_read.size()) {
@@ -255,7 +261,7 @@ Poly FunctionLowering::launch(const clang::CUDAKernelCallExpr* kc) {
     std::vector<std::string> bounded;
     for (unsigned i = 0; threads && i < kc->getNumArgs() && i < summary->param_store_bytes.size(); ++i) {
       int64_t per_thread = summary->param_store_bytes[i], total = 0;
-      std::string buf = kc->getArg(i)->getType()->isPointerType() ? buffer_name(kc->getArg(i)) : "";
+      const std::string& buf = buffers[i];
       if (per_thread > 0 && !buf.empty() && !__builtin_mul_overflow(*threads, per_thread, &total))
         bounded.push_back(buf + ":" + std::to_string(total));
     }
@@ -446,7 +452,7 @@ Poly FunctionLowering::host_call(const clang::CallExpr* call, const std::string&
         if (auto bytes = host_constant(call->getArg(1))) attrs["bytes"] = *bytes;
       }
     }
-    host_syncs_.push_back(add("host_sync", call, std::move(attrs)));
+    add("host_sync", call, std::move(attrs));
     return Poly();
   }
   return opaque(call, false, false);

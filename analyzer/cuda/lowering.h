@@ -236,7 +236,6 @@ class FunctionLowering {
     last_device_op_ = s.op;
     last_device_writes_ = s.writes;
   }
-  std::vector<NodeId> host_syncs_;
   // Every device operation queued, in order, with the buffers it reads and writes.
   struct QueuedOp {
     NodeId node;
