@@ -1,15 +1,16 @@
 // Across a project: a Python finding inside an undecorated top-level class or function
-// that nothing else in its project names (no Python or configuration file under the
-// project's root mentions it outside its own definition), in a module that another file
-// of the project imports, is in code the project never builds or calls, and is demoted
-// as `unused` (docs/PATTERNS.md, "Context"). A script, or a module nothing imports yet,
-// may be run or used from outside and is left alone. The root is
-// the nearest directory above the file holding .git, pyproject.toml, setup.py, setup.cfg
-// or mlsem.toml; a file in no marked project, or a project of more than 20,000 files or
-// 256 MB, is left alone. This runs after every file is analyzed, on the findings alone,
-// so per-file analysis and its cache stay per file, and whatever subset of the project is
-// analyzed, a finding gets the same answer. The editor server (one document at a time,
-// analyze_source) does not run it.
+// that nothing the project runs reaches is in code the project never builds or calls, and
+// is demoted as `unused` (docs/PATTERNS.md, "Context"). What runs: module-level code, a
+// decorated (registered) definition, a configuration file, a script (a module nothing
+// imports, which may be run from outside); what it reaches: the top-level definitions
+// those name, then the ones those definitions name, and so on (comments and docstrings
+// don't count; other strings do: a registry may name a class by its string). The finding's
+// own module must be one another file imports. The root is the nearest directory above the
+// file holding .git, pyproject.toml, setup.py, setup.cfg or mlsem.toml; a file in no marked
+// project, or a project of more than 20,000 files or 256 MB, is left alone. This runs after
+// every file is analyzed, on the findings alone, so per-file analysis and its cache stay per
+// file, and whatever subset of the project is analyzed, a finding gets the same answer. The
+// editor server (one document at a time, analyze_source) does not run it.
 #pragma once
 
 #include <string>

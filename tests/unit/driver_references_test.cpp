@@ -106,5 +106,49 @@ TEST_F(DriverReferences, ConfigsNotebooksRegistriesAndLoneFilesKeepIt) {
   EXPECT_NE(in(analyze_paths({lone / "a"}, engine(), options), "dead_attention"), nullptr);
 }
 
+TEST_F(DriverReferences, CodeOnlyUnusedCodeNamesIsDemotedToo) {
+  TempDir dir;
+  dir.write(".git/HEAD", "ref: refs/heads/main\n");
+  std::string wrapper = R"(class Pool:
+    def __init__(self):
+        self.attention = dead_inner  # only Pool names it, and nothing builds Pool
+)";
+  std::string loop = R"(class Ring:
+    def __init__(self):
+        self.a = cycle_attention
+)";
+  std::string documented = R"(def documented():
+    """Calls doc_attention(q, k, v) like this."""
+    # doc_attention is the old path
+    return 1
+)";
+  dir.write("pkg/attn.py",
+            module_with({attention("dead_inner"), wrapper, attention("cycle_attention"), loop,
+                         attention("script_used"), attention("doc_attention"), documented, attention("string_attention"),
+                         attention("live_inner"), "class Live:\n    def __init__(self):\n        self.a = live_inner\n"}));
+  dir.write("pkg/registry.py", "REG = {\"string\": \"string_attention\"}\n");
+  dir.write("pkg/train.py", "import pkg.attn\nimport pkg.registry\nmodel = pkg.attn.Live()\n");
+  // A function of a script (a module nothing imports) may be run from outside.
+  dir.write("tools/run.py", "import pkg.attn as a\n\n\ndef tool_main():\n    return a.script_used(1, 2, 3)\n");
+  DriverOptions options;
+  options.min_confidence = kDefaultMinConfidence;
+  options.show_demoted = true;
+  Report r = analyze_paths({dir.path().string()}, engine(), options);
+  // Named only by a definition nothing builds, by comments and docstrings, or in a cycle
+  // of such definitions: demoted, with what names it.
+  for (const char* fn : {"dead_inner", "doc_attention", "cycle_attention"}) {
+    ASSERT_NE(in(r, fn), nullptr) << fn;
+    EXPECT_EQ(in(r, fn)->context_kind, "unused") << fn;
+  }
+  EXPECT_NE(in(r, "dead_inner")->context.find("only `Pool` names `dead_inner`"), std::string::npos)
+      << in(r, "dead_inner")->context;
+  // Named by code that runs (a class module-level code builds), by a string, or by a
+  // definition in a script nothing imports: kept.
+  for (const char* fn : {"live_inner", "string_attention", "script_used"}) {
+    ASSERT_NE(in(r, fn), nullptr) << fn;
+    EXPECT_TRUE(in(r, fn)->context.empty()) << fn << ": " << in(r, fn)->context;
+  }
+}
+
 }  // namespace
 }  // namespace mlsem
