@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "python/graph_breaks.h"
 #include "python/syntax.h"
 
 namespace mlsem::python {
@@ -64,6 +65,7 @@ void add_compile_facts(const SourceFile& file, TSNode root, ir::Module& out) {
     out.attrs["file_kind_reason"] = "compiled: the file passes its model to torch.compile (line " +
                                     std::to_string(scan.call_line) + "), which fuses these ops already";
   }
+  add_graph_breaks(file, root, out);  // what torch.compile traces, and what breaks its graph there
 }
 
 }  // namespace mlsem::python
