@@ -247,14 +247,6 @@ bool imported(const Imports& imports, const std::string& file) {
   return it != imports.end() && (it->second.several || it->second.first != file);
 }
 
-constexpr uintmax_t kMaxCachedBytes = 64u << 20;  // project text kept between the two passes
-
-struct Source {
-  std::string path;  // canonical for a candidate's file, else as walked
-  std::string text;
-  bool python = false;
-};
-
 struct Project {
   Names names;                                 // candidates
   std::map<std::string, std::string> texts;    // canonical path -> a candidate file's text, read once
@@ -265,17 +257,11 @@ struct Project {
 };
 
 // Calls `visit(path, text, python)` for every Python and configuration file of the
-// project under `root`: the candidates' own files first, from the text read once, then
-// the rest, walked, or from `cache` when it holds them (`cached`); a first walk fills the
-// cache when the files fit. False when the project is too large to read.
+// project under `root`: the candidates' own files first, from the text read once, then the
+// rest, walked. False when the project is too large to read.
 template <typename Visit>
-bool each_file(const fs::path& root, const Project& project, std::vector<Source>& cache, bool& cached, bool fill,
-               Visit visit) {
+bool each_file(const fs::path& root, const Project& project, Visit visit) {
   for (const auto& [c, text] : project.texts) visit(c, std::string_view(text), true);
-  if (cached && !fill) {
-    for (const Source& s : cache) visit(s.path, std::string_view(s.text), s.python);
-    return true;
-  }
   uintmax_t total = 0;
   size_t count = 0;
   std::error_code ec;
@@ -294,17 +280,7 @@ bool each_file(const fs::path& root, const Project& project, std::vector<Source>
     if ((total += size) > kMaxProjectBytes || ++count > kMaxProjectFiles) return false;
     // Only a file named like a candidate file can be one: canonicalize just those.
     if (project.file_names.count(p.filename().string()) && project.texts.count(canonical(p.string()))) continue;
-    std::optional<std::string> text = read_all(p.string());
-    if (!text) continue;
-    visit(p.string(), std::string_view(*text), python);
-    if (fill && cached) {
-      if (total > kMaxCachedBytes) {
-        cached = false;
-        cache = {};
-      } else {
-        cache.push_back({p.string(), std::move(*text), python});
-      }
-    }
+    if (std::optional<std::string> text = read_all(p.string())) visit(p.string(), std::string_view(*text), python);
   }
   return true;
 }
@@ -316,11 +292,9 @@ bool each_file(const fs::path& root, const Project& project, std::vector<Source>
 // mentions of every definition. False when the project is too large to read.
 bool reach(const fs::path& root, Project& project) {
   Graph& graph = project.graph;
-  std::vector<Source> cache;
-  bool cached = true;
   std::vector<std::pair<std::string, std::string>> defined;  // (file, name) of undecorated definitions
   std::vector<uint32_t> seeds;
-  bool read = each_file(root, project, cache, cached, true, [&](const std::string& file, std::string_view text, bool python) {
+  bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
     if (!python) return;
     scan_imports(text, file, project.imports);
     for (Definition& d : top_definitions(text)) {
@@ -332,7 +306,7 @@ bool reach(const fs::path& root, Project& project) {
   if (!read) return false;
   for (const auto& [file, name] : defined)
     if (!imported(project.imports, file)) seeds.push_back(*graph.find(name));  // a script's
-  read = each_file(root, project, cache, cached, false, [&](const std::string&, std::string_view text, bool python) {
+  read = each_file(root, project, [&](const std::string&, std::string_view text, bool python) {
     if (!python) return scan(text, nullptr, graph);
     std::vector<Definition> defs = top_definitions(text);
     scan(text, &defs, graph);
