@@ -342,6 +342,34 @@ __MLSEM_STORES(uchar4) __MLSEM_STORES(ushort2) __MLSEM_STORES(ushort4) __MLSEM_S
 __MLSEM_STORES(uint4) __MLSEM_STORES(ulonglong2) __MLSEM_STORES(float2) __MLSEM_STORES(float4)
 __MLSEM_STORES(double2)
 #undef __MLSEM_STORES
+
+// curand_kernel.h's precomputed skip-ahead tables: XORWOW's (curand_precalc.h: four arrays
+// of 32 x 800 numbers, 1.4 MB of initializers that Clang checks one by one in every file
+// including curand_kernel.h: about 1.4 G instructions, two thirds of such a file's parse)
+// and MRG32k3a's (curand_mrg32k3a.h, 12 arrays of 3 x 3 matrices, about 80 M). Only the
+// bodies of curand's header functions use them, and those bodies are skipped: the arrays
+// are declared here with the headers' types and macros, and the headers' include guards
+// keep them from being read.
+#if __has_include(<curand_precalc.h>) && !defined(CURAND_XORWOW_PRECALCULATED_H_)
+#define CURAND_XORWOW_PRECALCULATED_H_
+#define PRECALC_NUM_MATRICES (32)
+#define PRECALC_BLOCK_SIZE (2)
+#define PRECALC_BLOCK_MASK ((1<<PRECALC_BLOCK_SIZE)-1)
+#define XORWOW_SEQUENCE_SPACING (67)
+static __device__ unsigned int precalc_xorwow_matrix[32][800];
+static unsigned int precalc_xorwow_matrix_host[32][800];
+static __device__ unsigned int precalc_xorwow_offset_matrix[32][800];
+static unsigned int precalc_xorwow_offset_matrix_host[32][800];
+#endif
+#if __has_include(<curand_mrg32k3a.h>) && !defined(CURAND_MRG32K3A_MATRICES_H_)
+#define CURAND_MRG32K3A_MATRICES_H_
+#define __MLSEM_MRG32K3A(name, n) \
+  static __device__ unsigned int name[n][3][3]; static unsigned int name##Host[n][3][3];
+__MLSEM_MRG32K3A(mrg32k3aM1, 64) __MLSEM_MRG32K3A(mrg32k3aM2, 64)
+__MLSEM_MRG32K3A(mrg32k3aM1SubSeq, 56) __MLSEM_MRG32K3A(mrg32k3aM2SubSeq, 56)
+__MLSEM_MRG32K3A(mrg32k3aM1Seq, 64) __MLSEM_MRG32K3A(mrg32k3aM2Seq, 64)
+#undef __MLSEM_MRG32K3A
+#endif
 )compat";
 
 }  // namespace mlsem::cuda

@@ -599,6 +599,34 @@ int host_only(const float* a, int n) {
   EXPECT_NE(function(m, "k"), nullptr);
 }
 
+// curand_kernel.h's skip-ahead tables are declared by the toolkit preamble instead of
+// parsed from curand_precalc.h and curand_mrg32k3a.h in every file: the header and code
+// using its generators and tables still parse cleanly.
+TEST(CudaModes, CurandKernelParsesWithItsTablesDeclared) {
+  std::optional<CudaOptions> toolkit = toolkit_mode();
+  if (!toolkit) GTEST_SKIP() << "no CUDA toolkit here";
+  auto m = parse(R"(#include <curand_kernel.h>
+__global__ void dropout(const float* x, float* y, float p, unsigned long long seed, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  curandStatePhilox4_32_10_t philox;
+  curand_init(seed, i, 0, &philox);
+  curandState xorwow;
+  curand_init(seed, i, 0, &xorwow);
+  curandStateMRG32k3a mrg;
+  curand_init(seed, i, 0, &mrg);
+  float r = curand_uniform(&philox) + curand_normal(&xorwow) + curand_uniform(&mrg);
+  if (i < n) y[i] = r > p ? x[i] / (1.0f - p) : 0.0f;
+}
+__global__ void table_row(unsigned* out) {
+  out[threadIdx.x] = precalc_xorwow_matrix[PRECALC_NUM_MATRICES - 1][threadIdx.x] + mrg32k3aM1[0][0][0];
+}
+)", *toolkit);
+  for (const auto& d : m.diagnostics) ADD_FAILURE() << d.message;
+  ASSERT_NE(function(m, "dropout"), nullptr);
+  EXPECT_EQ(nodes(*function(m, "dropout"), "store").size(), 1u);
+  EXPECT_NE(function(m, "table_row"), nullptr);
+}
+
 TEST(CudaRobustness, GarbageAndEmptyInputGiveDiagnosticsNotCrashes) {
   auto empty = parse("");
   EXPECT_TRUE(empty.functions.empty());
