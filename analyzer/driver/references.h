@@ -4,7 +4,9 @@
 // decorated (registered) definition, a configuration file, a script (a module nothing
 // imports, which may be run from outside); what it reaches: the top-level definitions
 // those name, then the ones those definitions name, and so on (comments and docstrings
-// don't count; other strings do: a registry may name a class by its string). The finding's
+// don't count; other strings do: a registry may name a class by its string), less the
+// mentions in a branch on a literal-default parameter that no value the project gives it
+// takes (python/switches.h). The finding's
 // own module must be one another file imports. The root is the nearest directory above the
 // file holding .git, pyproject.toml, setup.py, setup.cfg or mlsem.toml; a file in no marked
 // project, or a project of more than 20,000 files or 256 MB, is left alone. This runs after

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver/driver.h"
@@ -147,6 +148,48 @@ TEST_F(DriverReferences, CodeOnlyUnusedCodeNamesIsDemotedToo) {
   for (const char* fn : {"live_inner", "string_attention", "script_used"}) {
     ASSERT_NE(in(r, fn), nullptr) << fn;
     EXPECT_TRUE(in(r, fn)->context.empty()) << fn << ": " << in(r, fn)->context;
+  }
+}
+
+TEST_F(DriverReferences, CodeBuiltOnlyUnderASwitchTheProjectNeverSetsIsDemoted) {
+  auto project = [](TempDir& dir, const std::string& config, const std::string& extra) {
+    dir.write(".git/HEAD", "ref: refs/heads/main\n");
+    dir.write("pkg/attn.py", module_with({attention("legacy_attention"), attention("flash_attention"), R"(class Block:
+    def __init__(self, kind="flash", dim=4):
+        if kind == "flash":
+            self.attn = flash_attention
+        else:
+            self.attn = legacy_attention
+)"}));
+    dir.write("pkg/model.py", "from pkg.attn import Block\n\n\nclass Net:\n    def __init__(self):\n        self.block = Block(dim=8)\n");
+    dir.write("configs/net.yaml", "model:\n  target: pkg.model.Net\n" + config);
+    dir.write("pkg/train.py", "import pkg.attn\nimport pkg.model\n" + extra);
+  };
+  DriverOptions options;
+  options.min_confidence = kDefaultMinConfidence;
+  options.show_demoted = true;
+  {  // Nothing gives `kind` another value than its default: the else branch never runs.
+    TempDir dir;
+    project(dir, "", "");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "legacy_attention"), nullptr);
+    EXPECT_EQ(in(r, "legacy_attention")->context_kind, "unused");
+    EXPECT_NE(in(r, "legacy_attention")->context.find("`kind`"), std::string::npos) << in(r, "legacy_attention")->context;
+    ASSERT_NE(in(r, "flash_attention"), nullptr);
+    EXPECT_TRUE(in(r, "flash_attention")->context.empty());
+  }
+  // A config, a keyword argument, or a value the project does not spell as a literal (a
+  // command-line flag, a name) may take the branch: kept.
+  for (const auto& [config, extra] : std::vector<std::pair<std::string, std::string>>{
+           {"  kind: legacy\n", ""},
+           {"", "b = pkg.attn.Block(kind=\"legacy\")\n"},
+           {"", "parser.add_argument(\"--kind\")\n"},
+           {"", "b = pkg.attn.Block(kind=args.attention)\n"}}) {
+    TempDir dir;
+    project(dir, config, extra);
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "legacy_attention"), nullptr) << config << extra;
+    EXPECT_TRUE(in(r, "legacy_attention")->context.empty()) << config << extra << in(r, "legacy_attention")->context;
   }
 }
 
