@@ -3,14 +3,11 @@
 #include "python/builder.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace mlsem::python {
 namespace detail {
 
 void Builder::run() {
-  static const bool verify = std::getenv("MLSEM_INLINE_VERIFY") != nullptr;
-  verify_inline_ = verify;
   index_block(root_, "", -1, 0);
   summary_.assign(functions_.size(), Summary::kUnknown);
   for (size_t i = 0; i < functions_.size(); ++i)

@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -290,10 +289,7 @@ class Builder {
 
   // ------------------------------------------------------------------ emission (builder_emit.cpp)
 
-  ir::Node& node(NodeId id) {
-    if (id < read_floor_) note_read(id);
-    return st_->fn.nodes[id];
-  }
+  ir::Node& node(NodeId id) { return st_->fn.nodes[id]; }
   const ir::Node* node_if(NodeId id) const;
 
   NodeId emit(std::string op, std::vector<NodeId> inputs, TSNode src);
@@ -471,82 +467,6 @@ class Builder {
   // its body lowered into the caller, nodes keeping the callee's ranges.
   // Defined in builder_functions.cpp, with the other inlining code.
   Value inline_call(int fi, Args& a, TSNode e, int cls, const std::string& self_path);
-
-  // ------------------------------------- inlined bodies, lowered once (builder_functions.cpp)
-  //
-  // A helper's body lowered at one call site is kept, with the nodes bound to its
-  // parameters ("slots") and its own nodes and regions renumbered, and copied into later
-  // callers instead of walking its syntax again. What the lowering read from outside the
-  // body is recorded and checked before a copy is used: the slot nodes it looked at (op,
-  // attributes, inputs), each nested inlining decision (recursion, depth, node budget,
-  // worth_inlining), and how deep it nested. Anything else it touched outside (another
-  // caller node, an unnamed region) makes the body not kept. The copy is then what
-  // lowering the body again would have emitted, node for node.
-  static constexpr NodeId kSlot = 0x80000000u;     // encoded id: a parameter's node
-  static constexpr NodeId kForeign = 0x40000000u;  // in a slot's fingerprint: another node
-  static constexpr uint32_t kStartRegion = UINT32_MAX;  // the region the body was lowered in
-  struct InlineCheck {
-    int fi;
-    bool internal;       // fi was on the inline stack inside the body: recursive anyway
-    int depth_rel;       // inline depth at the check, less the body's
-    int64_t budget_rel;  // inlined node count at the check, less the body's
-    bool refused;
-  };
-  // One read of a slot node: all of it (op, attributes, inputs), its op, or one attribute.
-  struct SlotRead {
-    enum Kind : uint8_t { kWhole, kOp, kAttr, kInputs } kind = kWhole;
-    uint32_t slot = 0;
-    const char* key = nullptr;       // kAttr: a literal
-    ir::Node whole;                  // kWhole: fingerprint(); kOp: the op alone; kInputs: the inputs
-    std::optional<ir::Attr> attr;    // kAttr
-  };
-  struct InlineBody {
-    int cls = -1;
-    std::string self_path;
-    bool in_module = false;     // inlined into "<module>" (a body's imports are not kept there)
-    std::vector<Value> params;  // bound values, node ids as kSlot | slot
-    std::vector<SlotRead> reads;  // what the body read of slot nodes, as it was
-    std::vector<InlineCheck> checks;
-    int nesting_rel = 0;
-    std::vector<ir::Node> nodes;      // ids below kSlot: from the body's first node
-    std::vector<ir::Region> regions;  // parent kStartRegion or from the body's first region
-    Value ret;
-    uint32_t env_writes = 0, marks = 0, direct_marks = 0;
-  };
-  struct Recording {
-    InlineBody body;
-    std::vector<NodeId> slots;
-    std::vector<uint8_t> read;  // per slot: 1 whole, 2 op, 4 inputs read
-    std::vector<std::pair<uint32_t, const char*>> read_keys;
-    NodeId base = 0;
-    uint32_t region0 = 0, region_base = 0;
-    size_t stack_base = 0, budget0 = 0, direct0 = 0;
-    int depth0 = 0, nesting0 = 0;
-    uint32_t env0 = 0, marks0 = 0;
-    bool ok = true;
-  };
-  std::unordered_map<int, std::vector<InlineBody>> inline_bodies_;
-  std::vector<std::unique_ptr<Recording>> recs_;  // bodies being lowered and recorded, outermost first
-  NodeId read_floor_ = 0;                         // the innermost recording's first node
-  bool verify_inline_ = false;                    // MLSEM_INLINE_VERIFY: lower again and compare
-
-  void note_read(NodeId id, SlotRead::Kind kind = SlotRead::kWhole, const char* key = nullptr) const;
-  static bool attr_equal(const ir::Attr& a, const ir::Attr& b);
-  static bool attrs_equal(const std::map<std::string, ir::Attr>& a, const std::map<std::string, ir::Attr>& b);
-  std::optional<ir::Attr> attr_of(NodeId id, const char* key) const;  // logged as a kAttr read
-  const std::vector<NodeId>& inputs_of(NodeId id) const;                // logged as a kInputs read
-  void set_read_floor() { read_floor_ = recs_.empty() ? 0 : recs_.back()->base; }
-  void note_nesting(int nesting);
-  void add_training_marks(uint32_t marks, uint32_t direct);
-  bool inline_refused(int fi, bool internal, int depth, size_t budget, bool validating, bool* unknown);
-  static bool encode_id(NodeId& id, NodeId base, const std::vector<NodeId>& slots);
-  static void slot_values(const std::vector<Value>& bound, std::vector<NodeId>& slots,
-                          std::vector<Value>& encoded);
-  bool fingerprint_equal(const ir::Node& fp, NodeId id, const std::vector<NodeId>& slots) const;
-  ir::Node fingerprint(NodeId id, const std::vector<NodeId>& slots) const;
-  bool usable(const InlineBody& b, const std::vector<NodeId>& slots);
-  void replay(const InlineBody& b, const std::vector<NodeId>& slots, Value& ret);
-  bool finish_recording(Recording& r, const Value& ret);
 
   // --------------------------------------------------------------- the op table (builder_ops.cpp)
 

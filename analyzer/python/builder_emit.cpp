@@ -12,9 +12,7 @@ namespace mlsem::python::detail {
 // ------------------------------------------------------------------ emission
 
 const ir::Node* Builder::node_if(NodeId id) const {
-  if (id == kNoNode) return nullptr;
-  if (id < read_floor_) note_read(id);
-  return &st_->fn.nodes[id];
+  return id == kNoNode ? nullptr : &st_->fn.nodes[id];
 }
 
 NodeId Builder::emit(std::string op, std::vector<NodeId> inputs, TSNode src) {
@@ -62,34 +60,30 @@ NodeId Builder::as_node(const Value& v, TSNode src) {
   return kNoNode;
 }
 
-// The accessors below log what they read of a node outside an inlined body being kept
-// (builder_functions.cpp), rather than the whole node: a later call's arguments need
-// only agree on that.
 std::string_view Builder::op_of(NodeId id) const {
-  if (id == kNoNode) return {};
-  if (id < read_floor_) note_read(id, SlotRead::kOp);
-  return st_->fn.nodes[id].op;
+  const ir::Node* n = node_if(id);
+  return n ? std::string_view(n->op) : std::string_view{};
 }
 
 std::optional<double> Builder::const_value(NodeId id) const {
-  if (op_of(id) != "const") return std::nullopt;
-  if (id < read_floor_) note_read(id, SlotRead::kAttr, "value");
-  const ir::Attr* a = st_->fn.nodes[id].attr("value");
+  const ir::Node* n = node_if(id);
+  if (!n || n->op != "const") return std::nullopt;
+  const ir::Attr* a = n->attr("value");
   if (!a || !std::holds_alternative<double>(*a)) return std::nullopt;
   return std::get<double>(*a);
 }
 
 bool Builder::flag(NodeId id, const char* key) const {
-  if (id == kNoNode) return false;
-  if (id < read_floor_) note_read(id, SlotRead::kAttr, key);
-  const ir::Attr* a = st_->fn.nodes[id].attr(key);
+  const ir::Node* n = node_if(id);
+  if (!n) return false;
+  const ir::Attr* a = n->attr(key);
   return a && std::holds_alternative<bool>(*a) && std::get<bool>(*a);
 }
 
 std::string_view Builder::str_attr(NodeId id, const char* key) const {
-  if (id == kNoNode) return {};
-  if (id < read_floor_) note_read(id, SlotRead::kAttr, key);
-  const ir::Attr* a = st_->fn.nodes[id].attr(key);
+  const ir::Node* n = node_if(id);
+  if (!n) return {};
+  const ir::Attr* a = n->attr(key);
   return a && std::holds_alternative<std::string>(*a) ? std::string_view(std::get<std::string>(*a))
                                                        : std::string_view{};
 }
@@ -111,17 +105,17 @@ bool Builder::traces_to(NodeId start, bool want_causal) const {
   while (!todo.empty() && seen < kTraceLimit) {
     NodeId id = todo.back();
     todo.pop_back();
-    if (id == kNoNode) continue;
+    const ir::Node* n = node_if(id);
+    if (!n) continue;
     ++seen;
-    std::string_view op = op_of(id);  // op, flag, name and inputs read one by one (builder_functions.cpp)
-    if (op == "tril" || op == "triu" || flag(id, "causal")) return true;
-    if (op == "name" || op == "input") {
+    if (n->op == "tril" || n->op == "triu" || flag(id, "causal")) return true;
+    if (n->op == "name" || n->op == "input") {
       std::string_view name = str_attr(id, "name");
       if (want_causal ? contains_causal(name) : is_mask_name(name)) return true;
       continue;
     }
-    if (op == "matmul" || op == "softmax" || op == "linear") continue;  // a tensor, not a mask
-    for (NodeId in : inputs_of(id)) todo.push_back(in);
+    if (n->op == "matmul" || n->op == "softmax" || n->op == "linear") continue;  // a tensor, not a mask
+    for (NodeId in : n->inputs) todo.push_back(in);
   }
   return false;
 }

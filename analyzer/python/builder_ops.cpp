@@ -380,9 +380,10 @@ Value Builder::lower_op(const OpSpec& spec, Args& a, TSNode e, const std::string
           dtype = "like";
         if (dtype.empty() && sym(a.expr(i)) == S.identifier) {
           NodeId v = arg_node(a, i);
-          if (op_of(v) == "name") {
-            std::string_view n = str_attr(v, "name");
-            if (n.size() > 6 && n.substr(n.size() - 6) == ".dtype") dtype = "like";
+          if (v != kNoNode && node(v).op == "name") {
+            auto it = node(v).attrs.find("name");
+            const std::string* n = it == node(v).attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+            if (n && n->size() > 6 && n->compare(n->size() - 6, 6, ".dtype") == 0) dtype = "like";
           }
         }
       }

@@ -57,9 +57,9 @@ std::optional<double> Builder::file_literal_attr(std::string_view name) {
 
 std::optional<double> Builder::count_of_node(NodeId id) {
   if (auto c = const_value(id)) return c;
+  if (const ir::Node* n = node_if(id); n && n->op == "scalar")
+    if (const ir::Attr* l = n->attr("literal"); l && std::holds_alternative<double>(*l)) return std::get<double>(*l);
   std::string_view op = op_of(id);
-  if (op == "scalar")
-    if (auto l = attr_of(id, "literal"); l && std::holds_alternative<double>(*l)) return std::get<double>(*l);
   // `self.x` of a class that does not set it to a literal: not a file-wide fact.
   if (op == "scalar" && str_attr(id, "text").rfind("self.", 0) == 0) return std::nullopt;
   std::string_view t = op == "name" || op == "input" ? str_attr(id, "name") : op == "scalar" ? str_attr(id, "text") : "";

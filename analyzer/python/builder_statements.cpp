@@ -31,9 +31,7 @@ void Builder::lower_branch(TSNode block, const char* which, TSNode condition) {
 // ------------------------------------------------------------------ statements
 
 bool Builder::too_deep(TSNode at) {
-  if (!recs_.empty()) note_nesting(st_->nesting);
   if (st_->nesting <= kMaxNesting) return false;
-  for (auto& r : recs_) r->ok = false;
   if (!st_->too_deep_reported) {
     st_->too_deep_reported = true;
     diagnose(at, "nested more than " + std::to_string(kMaxNesting) +
@@ -152,14 +150,9 @@ void Builder::lower_loop_body(uint32_t region, TSNode body) {
   st_->fn.regions[region].attrs["innermost_training"] = direct;
 }
 
-void Builder::count_training_mark() { add_training_marks(1, 1); }
-
-// `marks` training marks, `direct` of them outside any loop of the code emitting them.
-void Builder::add_training_marks(uint32_t marks, uint32_t direct) {
-  for (auto& r : recs_)
-    if (st_->direct_marks.size() == r->direct0) r->body.direct_marks += direct;
-  st_->training_marks += marks;
-  if (!st_->direct_marks.empty()) st_->direct_marks.back() += direct;
+void Builder::count_training_mark() {
+  ++st_->training_marks;
+  if (!st_->direct_marks.empty()) ++st_->direct_marks.back();
 }
 
 void Builder::lower_else(TSNode loop) {
