@@ -94,9 +94,10 @@ std::vector<Definition> top_definitions(std::string_view text) {
   return out;
 }
 
-// The words of the import lines of `text`.
-Names import_words(std::string_view text) {
-  Names out;
+// Calls `f(word)` for each word of the import lines of `text` (`import x.loss`, `from
+// .loss import y`).
+template <typename F>
+void each_import_word(std::string_view text, F f) {
   for (size_t begin = 0; begin < text.size();) {
     size_t end = text.find('\n', begin);
     if (end == std::string_view::npos) end = text.size();
@@ -105,11 +106,16 @@ Names import_words(std::string_view text) {
       for (size_t i = 0; i < line.size();) {
         size_t j = i;
         while (j < line.size() && word_char(line[j])) ++j;
-        if (j > i) out.emplace(line.substr(i, j - i));
+        if (j > i) f(line.substr(i, j - i));
         i = j == i ? i + 1 : j;
       }
     begin = end + 1;
   }
+}
+
+Names import_words(std::string_view text) {
+  Names out;
+  each_import_word(text, [&](std::string_view w) { out.emplace(w); });
   return out;
 }
 
@@ -268,24 +274,10 @@ struct Importers {
 using Imports = std::map<std::string, Importers, std::less<>>;
 
 void scan_imports(std::string_view text, const std::string& file, Imports& imports) {
-  for (size_t begin = 0; begin < text.size();) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(begin, end - begin);
-    if (line.find("import") != std::string_view::npos)
-      for (size_t i = 0; i < line.size();) {
-        size_t j = i;
-        while (j < line.size() && word_char(line[j])) ++j;
-        if (j == i) {
-          ++i;
-          continue;
-        }
-        auto [it, fresh] = imports.try_emplace(std::string(line.substr(i, j - i)), Importers{file});
-        if (!fresh && it->second.first != file) it->second.several = true;
-        i = j;
-      }
-    begin = end + 1;
-  }
+  each_import_word(text, [&](std::string_view w) {
+    auto [it, fresh] = imports.try_emplace(std::string(w), Importers{file});
+    if (!fresh && it->second.first != file) it->second.several = true;
+  });
 }
 
 // The name other files import a module by: its file's stem, or its package's for an

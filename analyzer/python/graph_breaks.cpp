@@ -113,21 +113,30 @@ struct Pass {
       TSNode l = field(n, S.f_left), r = field(n, S.f_right);
       if (!ts_node_is_null(l) && !ts_node_is_null(r)) assigned[std::string(text(l))].push_back(r);
     } else if (k == S.decorated_definition) {
-      TSNode def = field(n, S.f_definition);
-      for (TSNode c : named_children(n, S.comment)) {
-        if (ts_node_symbol(c) != S.decorator || ts_node_is_null(def) || ts_node_symbol(def) != S.function_definition)
-          continue;
-        std::string_view t = text(c);
-        t.remove_prefix(t.starts_with("@") ? 1 : 0);
+      each_decorator(n, [&](TSNode def, TSNode, std::string_view t) {
         if ((contains(t, "disable") && (contains(t, "dynamo") || contains(t, "compiler"))) ||
             contains(t, "allow_in_graph"))
           disabled.insert(ts_node_start_byte(def));
-      }
+      });
     }
     // Functions nested in a class or a decorated definition are still at "depth" 1 for
     // module-level purposes only when directly under the module (or its decorator).
     int next = depth + (k == S.module || k == S.decorated_definition ? 0 : 1);
     for (TSNode c : named_children(n, S.comment)) index(c, next);
+  }
+
+  // Calls `f(def, decorator, text)` for each decorator of the decorated function `n`, its
+  // text without the `@`.
+  template <typename F>
+  void each_decorator(TSNode n, F f) {
+    TSNode def = field(n, S.f_definition);
+    if (ts_node_is_null(def) || ts_node_symbol(def) != S.function_definition) return;
+    for (TSNode c : named_children(n, S.comment)) {
+      if (ts_node_symbol(c) != S.decorator) continue;
+      std::string_view t = text(c);
+      t.remove_prefix(t.starts_with("@") ? 1 : 0);
+      f(def, c, t);
+    }
   }
 
   void index_import(TSNode n) {
@@ -271,17 +280,12 @@ struct Pass {
   void find_roots(TSNode n) {
     TSSymbol k = ts_node_symbol(n);
     if (k == S.decorated_definition) {
-      TSNode def = field(n, S.f_definition);
-      for (TSNode c : named_children(n, S.comment)) {
-        if (ts_node_symbol(c) != S.decorator || ts_node_is_null(def) || ts_node_symbol(def) != S.function_definition)
-          continue;
-        std::string_view t = text(c);
-        t.remove_prefix(t.starts_with("@") ? 1 : 0);
+      each_decorator(n, [&](TSNode def, TSNode c, std::string_view t) {
         if (t == "torch.compile" || t.starts_with("torch.compile(")) {
           if (contains(t, "fullgraph=True")) fullgraph = true;
           trace(def, "`" + qualified(def) + "` is decorated @torch.compile (line " + line_of(c) + ")", "decorator");
         }
-      }
+      });
     }
     if (k == S.decorator) return;
     if (k == S.call) {
