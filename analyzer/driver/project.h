@@ -1,0 +1,307 @@
+// The cross-file pass's view of a project (driver/references.cpp, driver/switched_off.cpp):
+// its Python and configuration files as text, their top-level definitions, the words of
+// their import lines, and the graph of which definition mentions which. Internal to the
+// driver.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/text.h"
+
+namespace mlsem::driver::project {
+
+namespace fs = std::filesystem;
+
+// Configuration files that name classes and functions: a YAML `target:` or `type:`, a
+// JSON config, a TOML or INI entry point.
+inline bool config_file(const fs::path& p) {
+  std::string ext = lower_ascii(p.extension().string());
+  return ext == ".yaml" || ext == ".yml" || ext == ".json" || ext == ".toml" || ext == ".cfg" || ext == ".ini" ||
+         ext == ".ipynb";  // a notebook calls what a module defines (when not analyzed itself)
+}
+
+constexpr uintmax_t kMaxConfigBytes = 1u << 20;     // one configuration file
+
+inline std::optional<std::string> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) text.append(buffer, static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+inline bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+using Names = std::set<std::string, std::less<>>;
+using Lines = std::pair<size_t, size_t>;  // 0-based [begin, end)
+
+// A top-level `def`/`async def`/`class` statement: its name, its lines and whether a
+// decorator (`@register`, `@ARCH_REGISTRY.register()`, one spanning lines) precedes it, which
+// means a registry names it.
+struct Definition {
+  std::string name;
+  Lines lines;
+  bool decorated = false;
+};
+
+// The top-level definitions of `text`, in order, in one pass. A definition ends before the
+// next line that starts at column 0 with neither a space, a comment nor a closing bracket; a
+// string spanning lines at column 0 ends it early, which only counts more of it as outside
+// uses.
+inline std::vector<Definition> top_definitions(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t begin = 0; begin <= text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  auto top = [&](size_t i) {
+    std::string_view n = lines[i];
+    return !n.empty() && n[0] != ' ' && n[0] != '\t' && n[0] != '#' && n[0] != '\r' && n[0] != ')' && n[0] != ']';
+  };
+  std::vector<Definition> out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view l = lines[i], rest;
+    for (std::string_view kw : {"def ", "async def ", "class "})
+      if (l.starts_with(kw)) rest = l.substr(kw.size());
+    size_t n = 0;
+    while (n < rest.size() && word_char(rest[n])) ++n;
+    if (n == 0) continue;
+    // Back over blank, comment, indented and bracket lines to the statement above.
+    size_t above = i;
+    while (above > 0 && !top(above - 1)) --above;
+    size_t end = i + 1;
+    while (end < lines.size() && !top(end)) ++end;
+    out.push_back({std::string(rest.substr(0, n)), Lines{i, end}, above > 0 && lines[above - 1].starts_with("@")});
+  }
+  return out;
+}
+
+// Calls `f(word)` for each word of the import lines of `text` (`import x.loss`, `from
+// .loss import y`).
+template <typename F>
+void each_import_word(std::string_view text, F f) {
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(begin, end - begin);
+    if (line.find("import") != std::string_view::npos)
+      for (size_t i = 0; i < line.size();) {
+        size_t j = i;
+        while (j < line.size() && word_char(line[j])) ++j;
+        if (j > i) f(line.substr(i, j - i));
+        i = j == i ? i + 1 : j;
+      }
+    begin = end + 1;
+  }
+}
+
+inline Names import_words(std::string_view text) {
+  Names out;
+  each_import_word(text, [&](std::string_view w) { out.emplace(w); });
+  return out;
+}
+
+// The project's top-level definitions, numbered (one per name and file), and what
+// mentions each: `alive` when a line outside every undecorated top-level definition does
+// (module-level code, a decorated definition, a configuration file); `users`, the
+// undecorated definitions that do (a definition's mentions of itself don't count). A name
+// in a file that defines it means that definition (Python's module scope); elsewhere, any
+// definition of it (which one an import picks is not followed).
+struct Graph {
+  std::unordered_map<std::string_view, std::vector<uint32_t>> ids;  // views into `names`
+  std::deque<std::string> names;
+  std::vector<std::string> files;
+  std::vector<char> alive;
+  std::vector<std::vector<uint32_t>> users;
+
+  uint32_t add(std::string_view name, const std::string& file) {
+    if (std::optional<uint32_t> id = node(name, file)) return *id;
+    names.emplace_back(name);
+    files.push_back(file);
+    alive.push_back(0);
+    users.emplace_back();
+    uint32_t id = static_cast<uint32_t>(names.size() - 1);
+    ids[names.back()].push_back(id);
+    return id;
+  }
+  // The definition of `name` in `file`.
+  std::optional<uint32_t> node(std::string_view name, const std::string& file) const {
+    auto it = ids.find(name);
+    if (it != ids.end())
+      for (uint32_t id : it->second)
+        if (files[id] == file) return id;
+    return std::nullopt;
+  }
+  // The definitions a mention of `word` in `file` (empty for a configuration file) means:
+  // the file's own, unless it also imports that name (`imports`: its import lines' words).
+  template <typename F>
+  void meant(std::string_view word, const std::string& file, const Names& imports, F f) const {
+    auto it = ids.find(word);
+    if (it == ids.end()) return;
+    if (!file.empty() && !imports.count(word))
+      if (std::optional<uint32_t> own = node(word, file)) return f(*own);
+    for (uint32_t id : it->second) f(id);
+  }
+};
+
+// Calls `on_word(word, offset, line)` for each whole word of `text`. In Python source
+// (`python`) comments and triple-quoted strings (docstrings) are skipped, while other
+// strings count: a registry may name a class by its string.
+template <typename OnWord>
+void words(std::string_view text, bool python, OnWord on_word) {
+  size_t line = 0;
+  char quote = 0;  // inside a one-line string: its quote
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (word_char(c)) {
+      size_t j = i + 1;
+      while (j < text.size() && word_char(text[j])) ++j;
+      on_word(text.substr(i, j - i), i, line);
+      i = j;
+      continue;
+    }
+    if (c == '\n') {
+      ++line, ++i, quote = 0;
+      continue;
+    }
+    if (!python) {
+      ++i;
+      continue;
+    }
+    if (quote) {
+      i += c == '\\' && i + 1 < text.size() && text[i + 1] != '\n' ? 2 : 1;
+      if (c == quote) quote = 0;
+    } else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      if (i + 2 < text.size() && text[i + 1] == c && text[i + 2] == c) {
+        const char triple[] = {c, c, c, 0};
+        size_t close = text.find(triple, i + 3);
+        size_t stop = close == std::string_view::npos ? text.size() : close + 3;
+        line += static_cast<size_t>(std::count(text.begin() + i, text.begin() + stop, '\n'));
+        i = stop;
+      } else {
+        quote = c, ++i;
+      }
+    } else {
+      ++i;
+    }
+  }
+}
+
+// The definition of `defs` (in line order) holding `line`, or nullptr.
+inline const Definition* enclosing(const std::vector<Definition>& defs, size_t line) {
+  auto it = std::upper_bound(defs.begin(), defs.end(), line, [](size_t l, const Definition& d) { return l < d.lines.first; });
+  if (it == defs.begin()) return nullptr;
+  --it;
+  return line < it->lines.second ? &*it : nullptr;
+}
+
+inline std::string canonical(const std::string& path) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(path, ec);
+  return ec ? path : c.string();
+}
+
+constexpr size_t kMaxProjectFiles = 20000;
+constexpr uintmax_t kMaxProjectBytes = 256u << 20;
+
+// A directory the walk leaves out: hidden ones (.git, .venv), node_modules, caches, and
+// virtual environments (a pyvenv.cfg inside). Build and dist copies are read: an extra
+// copy of a use only keeps a finding.
+inline bool skipped(const fs::path& dir) {
+  std::string name = dir.filename().string();
+  std::error_code ec;
+  return name.starts_with(".") || name == "node_modules" || name == "__pycache__" || fs::exists(dir / "pyvenv.cfg", ec);
+}
+
+// The files that mention a word on an import line (`import x.loss`, `from .loss import
+// y`): the first one, and whether there are others.
+struct Importers {
+  std::string first;
+  bool several = false;
+};
+using Imports = std::map<std::string, Importers, std::less<>>;
+
+inline void scan_imports(std::string_view text, const std::string& file, Imports& imports) {
+  each_import_word(text, [&](std::string_view w) {
+    auto [it, fresh] = imports.try_emplace(std::string(w), Importers{file});
+    if (!fresh && it->second.first != file) it->second.several = true;
+  });
+}
+
+// The name other files import a module by: its file's stem, or its package's for an
+// __init__.py.
+inline std::string module_stem(const fs::path& file) {
+  std::string stem = file.stem().string();
+  return stem == "__init__" ? file.parent_path().filename().string() : stem;
+}
+
+// Whether a file other than `file` imports the module `file` is.
+inline bool imported(const Imports& imports, const std::string& file) {
+  auto it = imports.find(module_stem(file));
+  return it != imports.end() && (it->second.several || it->second.first != file);
+}
+
+struct Project {
+  std::map<std::string, Names> names;          // candidates, by canonical file
+  std::map<std::string, std::string> texts;    // canonical path -> a candidate file's text, read once
+  std::set<std::string> file_names;            // the candidate files' names
+  Imports imports;
+  Graph graph;
+  std::vector<char> used;                      // by graph id, once computed
+  std::map<std::pair<uint32_t, uint32_t>, std::string> off;  // (user, name) mentions switched off, and why
+};
+
+// Calls `visit(path, text, python)` for every Python and configuration file of the
+// project under `root`: the candidates' own files first, from the text read once, then the
+// rest, walked. False when the project is too large to read.
+template <typename Visit>
+bool each_file(const fs::path& root, const Project& project, Visit visit) {
+  for (const auto& [c, text] : project.texts) visit(c, std::string_view(text), true);
+  uintmax_t total = 0;
+  size_t count = 0;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (it->is_directory(ec)) {
+      if (skipped(p)) it.disable_recursion_pending();
+      continue;
+    }
+    std::string ext = lower_ascii(p.extension().string());
+    bool python = ext == ".py" || ext == ".pyi";
+    if ((!python && !config_file(p)) || !it->is_regular_file(ec)) continue;
+    uintmax_t size = it->file_size(ec);
+    if (ec || size > (python ? kMaxConfigBytes * 4 : kMaxConfigBytes)) continue;
+    if ((total += size) > kMaxProjectBytes || ++count > kMaxProjectFiles) return false;
+    // Only a file named like a candidate file can be one: canonicalize just those.
+    if (project.file_names.count(p.filename().string()) && project.texts.count(canonical(p.string()))) continue;
+    if (std::optional<std::string> text = read_all(p.string())) visit(p.string(), std::string_view(*text), python);
+  }
+  return true;
+}
+
+// Marks mentions under a switch no value in `project` turns on (`project.off`); true when
+// there are some (driver/switched_off.cpp).
+bool switch_off(const fs::path& root, Project& project);
+
+}  // namespace mlsem::driver::project

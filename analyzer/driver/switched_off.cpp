@@ -1,0 +1,328 @@
+// The switches step of the cross-file pass: mentions of a class in a branch on a
+// parameter that no value the project gives it takes (driver/project.h).
+#include <cctype>
+#include <functional>
+
+#include "driver/project.h"
+#include "python/switches.h"
+
+namespace mlsem::driver::project {
+namespace {
+
+// The value a mention of a parameter at `at` (`length` bytes) of `text` gives it: `P=x`
+// (a keyword argument, a default), `P: x` (YAML; or `P: type = x`, an annotated default),
+// `"P": x` (a dict or JSON key). Nullopt: the mention reads it; an unknown literal: the
+// value is no literal (a name, an expression, a command-line flag), so its values are not
+// known.
+enum class Given { Read, Unknown, Value };
+std::pair<Given, python::Literal> value_at(std::string_view text, size_t at, size_t length, bool python) {
+  auto skip = [&](size_t i) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    return i;
+  };
+  // The expression after `i`, up to a comma, a closing bracket or the line's end at depth 0.
+  auto expression = [&](size_t i) {
+    size_t b = i;
+    int depth = 0;
+    for (; i < text.size(); ++i) {
+      char c = text[i];
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      else if (c == ')' || c == ']' || c == '}') {
+        if (depth-- == 0) break;
+      } else if ((c == ',' && depth == 0) || c == '\n' || (c == '#' && depth == 0)) break;
+    }
+    return text.substr(b, i - b);
+  };
+  auto literal = [&](std::string_view e, std::string_view name) -> std::pair<Given, python::Literal> {
+    while (!e.empty() && (e.back() == ' ' || e.back() == '\r' || e.back() == '\t')) e.remove_suffix(1);
+    if (e == name) return {Given::Read, {}};  // P=P: the caller's own value, counted where it is given
+    if (std::optional<python::Literal> l = python::parse_literal(e, !python)) return {Given::Value, *l};
+    return {Given::Unknown, {}};
+  };
+  std::string_view name = text.substr(at, length);
+  if (at >= 2 && text.substr(at - 2, 2) == "--") return {Given::Unknown, {}};  // a command-line flag
+  size_t i = at + length;
+  if (i < text.size() && (text[i] == '"' || text[i] == '\'')) {  // a string key
+    size_t j = skip(i + 1);
+    if (j < text.size() && text[j] == ':') return literal(expression(skip(j + 1)), name);
+    return {Given::Unknown, {}};  // kwargs["P"], getattr(x, "P"): looked up by name
+  }
+  i = skip(i);
+  if (i >= text.size()) return {Given::Read, {}};
+  if (text[i] == '=' && (i + 1 >= text.size() || text[i + 1] != '=')) return literal(expression(skip(i + 1)), name);
+  if (text[i] == ':' && (i + 1 >= text.size() || text[i + 1] != '=')) {
+    std::string_view rest = expression(skip(i + 1));
+    if (!python) return rest.empty() ? std::pair{Given::Unknown, python::Literal{}} : literal(rest, name);
+    size_t eq = rest.find('=');  // P: bool = False
+    if (eq == std::string_view::npos) return {Given::Read, {}};
+    return literal(rest.substr(eq + 1), name);
+  }
+  return {Given::Read, {}};
+}
+
+constexpr int kSwitchDepth = 2;
+
+// A value a mention gives a parameter, and where.
+struct Given_at {
+  std::string file;
+  uint32_t offset = 0;
+  Given kind = Given::Read;
+  python::Literal literal;
+};
+
+bool condition_tests(const python::Condition& c, const std::string& param) {
+  if (c.param == param) return true;
+  for (const python::Condition& k : c.kids)
+    if (condition_tests(k, param)) return true;
+  return false;
+}
+
+// A cheap test before parsing: whether the place on `line` (0-based; `starts`, the offsets
+// of the lines of `text`) is in a function with a parameter whose default is a literal
+// (`name=False`, `name="flash"`) that an `if` of the function, from its start to a few lines
+// past the place, names.
+bool may_be_switched(std::string_view text, const std::vector<size_t>& starts, size_t line) {
+  auto line_at = [&](size_t i) {
+    size_t b = starts[i], e = i + 1 < starts.size() ? starts[i + 1] - 1 : text.size();
+    return text.substr(b, e - b);
+  };
+  auto indent = [](std::string_view l) {
+    size_t n = 0;
+    while (n < l.size() && (l[n] == ' ' || l[n] == '\t')) ++n;
+    return n;
+  };
+  size_t at = indent(line_at(line)), def = line + 1;
+  for (size_t i = line + 1; i-- > 0;) {
+    std::string_view l = line_at(i);
+    size_t n = indent(l);
+    if (n == l.size() || l[n] == '#' || n >= at) continue;
+    std::string_view t = l.substr(n);
+    if (t.starts_with("def ") || t.starts_with("async def ")) {
+      def = i;
+      break;
+    }
+    if (t.starts_with("class ") || n == 0) return false;
+  }
+  if (def > line) return false;
+  // The signature's parameters with literal defaults.
+  Names params;
+  int depth = 0;
+  size_t i = starts[def];
+  for (bool open = false; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '(' || c == '[' || c == '{') ++depth, open = true;
+    else if (c == ')' || c == ']' || c == '}') --depth;
+    else if (c == ':' && depth == 0 && open) break;
+    else if (c == '=' && depth == 1 && i + 1 < text.size() && text[i + 1] != '=') {
+      size_t e = i;
+      while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t')) --e;
+      size_t b = e;
+      while (b > 0 && word_char(text[b - 1])) --b;
+      size_t v = i + 1;
+      while (v < text.size() && text[v] == ' ') ++v;
+      if (b < e && v < text.size() && (text[v] == '"' || text[v] == '\'' || text[v] == '-' || std::isdigit(static_cast<unsigned char>(text[v])) ||
+                                       text.substr(v, 4) == "True" || text.substr(v, 5) == "False" || text.substr(v, 4) == "None"))
+        params.emplace(text.substr(b, e - b));
+    }
+  }
+  if (params.empty()) return false;
+  for (size_t k = def + 1; k < starts.size() && k <= line + 12; ++k) {
+    std::string_view l = line_at(k);
+    size_t p = l.find("if ");
+    if (p == std::string_view::npos || (p > 0 && word_char(l[p - 1]))) continue;
+    bool named = false;
+    words(l.substr(p), false, [&](std::string_view w, size_t, size_t) { named = named || params.count(w); });
+    if (named) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// Mentions that sit in a branch on a parameter of their function which no value the
+// project gives it takes (`AttentionBlock(...) if not use_spatial_transformer else ...`,
+// every config setting `use_spatial_transformer: True`), into `project.off`: only the
+// mentions on a way to a finding still reached. True when there are some.
+bool switch_off(const fs::path& root, Project& project) {
+  const Graph& graph = project.graph;
+  // The mentions looked at: of a still-reached candidate, and of the definitions that
+  // mention one (a class built only by a switched-off builder: kSwitchDepth links).
+  std::vector<char> wanted(graph.names.size(), 0);
+  std::vector<uint32_t> level;
+  for (const auto& [file, names] : project.names)
+    for (const std::string& c : names)
+      if (std::optional<uint32_t> id = graph.node(c, file); id && project.used[*id]) level.push_back(*id);
+  size_t count = 0;
+  for (int depth = 0; depth < kSwitchDepth && !level.empty(); ++depth) {
+    std::vector<uint32_t> next;
+    for (uint32_t n : level)
+      if (!wanted[n]) {
+        wanted[n] = 1, ++count;
+        next.insert(next.end(), graph.users[n].begin(), graph.users[n].end());
+      }
+    level = std::move(next);
+  }
+  if (count == 0) return false;
+  // Their mentions, by the file of the definition holding them, with the switches over each.
+  struct Mention {
+    uint32_t by, name;
+    std::string file;
+    python::Switches switches;
+  };
+  std::vector<Mention> found;                              // the mentions under a switch
+  std::set<std::pair<uint32_t, uint32_t>> unswitched;      // (user, name) with a mention under none
+  std::map<std::string, std::vector<uint32_t>> users_in;  // file -> wanted users defined there
+  for (uint32_t n = 0; n < graph.names.size(); ++n)
+    if (wanted[n])
+      for (uint32_t by : graph.users[n])
+        users_in[graph.files[by]].push_back(by);
+  for (auto& [file, users] : users_in) {
+    std::optional<std::string> owned = project.texts.count(file) ? std::optional<std::string>() : read_all(file);
+    if (!owned && !project.texts.count(file)) continue;
+    std::string_view text = owned ? std::string_view(*owned) : std::string_view(project.texts.at(file));
+    std::vector<Definition> defs = top_definitions(text);
+    std::sort(users.begin(), users.end());
+    std::vector<uint32_t> offsets;
+    std::vector<std::pair<uint32_t, uint32_t>> edges;
+    Names imports = import_words(text);
+    words(text, true, [&](std::string_view w, size_t offset, size_t line) {
+      graph.meant(w, file, imports, [&](uint32_t id) {
+        if (!wanted[id]) return;
+        const Definition* d = enclosing(defs, line);
+        std::optional<uint32_t> by = d && !d->decorated ? graph.node(d->name, file) : std::nullopt;
+        if (!by || *by == id || !std::binary_search(users.begin(), users.end(), *by)) return;
+        offsets.push_back(static_cast<uint32_t>(offset));
+        edges.push_back({*by, id});
+      });
+    });
+    // Parse only the definitions with a mention that may sit under a switch, each alone.
+    std::vector<size_t> starts{0};
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n') starts.push_back(i + 1);
+    std::map<const Definition*, std::vector<size_t>> maybe;  // definition -> mentions
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      size_t line = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), offsets[i]) - starts.begin()) - 1;
+      if (may_be_switched(text, starts, line)) maybe[enclosing(defs, line)].push_back(i);
+      else unswitched.insert(edges[i]);
+    }
+    for (const auto& [def, which] : maybe) {
+      size_t begin = starts[def->lines.first];
+      size_t end = def->lines.second < starts.size() ? starts[def->lines.second] : text.size();
+      std::vector<uint32_t> at;
+      for (size_t i : which) at.push_back(offsets[i] - static_cast<uint32_t>(begin));
+      std::vector<python::Switches> switches = python::switches_at(text.substr(begin, end - begin), at);
+      for (size_t k = 0; k < which.size(); ++k) {
+        const auto& edge = edges[which[k]];
+        if (switches[k].guards.empty()) {
+          unswitched.insert(edge);
+          continue;
+        }
+        for (auto& [param, offset] : switches[k].default_offsets) offset += static_cast<uint32_t>(begin);
+        found.push_back({edge.first, edge.second, file, std::move(switches[k])});
+      }
+    }
+  }
+  // The parameters those switches test, and the definitions whose construction sets them.
+  std::map<std::string, std::vector<Given_at>, std::less<>> given;  // parameter -> what the project gives it
+  Names builders;
+  std::function<void(const python::Condition&)> tested = [&](const python::Condition& c) {
+    if (!c.param.empty()) given[c.param];
+    for (const python::Condition& k : c.kids) tested(k);
+  };
+  for (const Mention& m : found)
+    if (!unswitched.count({m.by, m.name})) {
+      for (const python::Guard& g : m.switches.guards) tested(g.condition);
+      builders.insert(graph.names[m.by]);
+    }
+  if (given.empty()) return false;
+  // One pass: each mention of a parameter (what value it gives), and of a builder (a
+  // Python use, or a configuration file, which then sets some parameters or not).
+  // builder -> the files whose Python code builds it: "" for any definition of that name,
+  // else the file whose own definition it is.
+  std::map<std::string, std::set<std::string>, std::less<>> used_in_python;
+  std::map<std::string, std::set<std::string>, std::less<>> configs_of;  // builder -> configuration files
+  std::map<std::string, std::set<std::string>> set_in;         // configuration file -> parameters it sets
+  bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
+    std::optional<std::vector<Definition>> defs;
+    words(text, python, [&](std::string_view w, size_t offset, size_t line) {
+      if (auto g = given.find(w); g != given.end()) {
+        auto [kind, literal] = value_at(text, offset, w.size(), python);
+        if (kind != Given::Read) g->second.push_back({file, static_cast<uint32_t>(offset), kind, literal});
+        if (!python) set_in[file].insert(std::string(w));
+      }
+      if (auto b = builders.find(w); b != builders.end()) {
+        if (!python) return void(configs_of[*b].insert(file));
+        size_t begin = text.rfind('\n', offset), end = text.find('\n', offset);
+        std::string_view whole = text.substr(begin == std::string_view::npos ? 0 : begin + 1,
+                                             (end == std::string_view::npos ? text.size() : end) - (begin == std::string_view::npos ? 0 : begin + 1));
+        if (whole.find("import ") != std::string_view::npos) return;  // an import builds nothing
+        if (!defs) defs = top_definitions(text);
+        const Definition* d = enclosing(*defs, line);
+        if (d && d->name == w) return;  // its own definition
+        // In a file with a definition of its own of that name, the name is that one.
+        bool own = std::any_of(defs->begin(), defs->end(), [&](const Definition& o) { return o.name == w; });
+        used_in_python[*b].insert(own ? file : std::string());
+      }
+    });
+  });
+  if (!read) return false;
+  // A mention is off when one of its branches is never taken; a user's mention of a name,
+  // when each of its mentions is.
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<bool, std::string>> verdict;  // -> all off, why
+  for (const Mention& m : found) {
+    const std::string& builder = graph.names[m.by];
+    // Whether a construction may leave a parameter at its default: the function is not the
+    // definition's own (`X` or `X.__init__`), or Python code builds it, or a configuration
+    // that names it does not set the parameter.
+    bool own = m.switches.function == builder || m.switches.function == builder + ".__init__";
+    auto defaulted = [&](const std::string& param) {
+      const std::set<std::string>& users = used_in_python[builder];
+      if (!own || users.count("") || users.count(m.file)) return true;
+      for (const std::string& cfg : configs_of[builder])
+        if (!set_in[cfg].count(param)) return true;
+      return false;
+    };
+    if (unswitched.count({m.by, m.name})) continue;
+    std::map<std::string, std::vector<python::Literal>, std::less<>> values;
+    for (const auto& [param, d] : m.switches.defaults) {
+      auto g = given.find(param);
+      bool tested = false;
+      for (const python::Guard& guard : m.switches.guards) tested = tested || condition_tests(guard.condition, param);
+      if (g == given.end() || !tested) continue;
+      const std::vector<Given_at>& list = g->second;
+      bool unknown = false;
+      std::vector<python::Literal>& v = values[param];
+      for (const Given_at& at : list) {
+        if (at.file == m.file && m.switches.default_offsets.count(param) && m.switches.default_offsets.at(param) == at.offset)
+          continue;  // the default itself
+        if (at.kind == Given::Unknown) unknown = true;
+        else v.push_back(at.literal);
+      }
+      if (defaulted(param)) v.push_back(d);
+      if (unknown || v.empty()) values.erase(param);
+    }
+    std::string why;
+    for (const python::Guard& g : m.switches.guards) {
+      std::optional<bool> v = python::evaluate(g.condition, values);
+      if (!v || *v == g.taken) continue;
+      std::string params;
+      for (const auto& [p, list] : values)
+        if (condition_tests(g.condition, p)) params += (params.empty() ? "`" : ", `") + p + "`";
+      why = "`" + graph.names[m.name] + "` is built in `" + m.switches.function + "` only under a condition on " +
+            params + " that no value the project gives " + (params.find(',') == std::string::npos ? "it" : "them") +
+            " meets";
+      break;
+    }
+    auto [it, fresh] = verdict.try_emplace({m.by, m.name}, !why.empty(), why);
+    if (!fresh) it->second.first = it->second.first && !why.empty();
+  }
+  bool any = false;
+  for (const auto& [edge, v] : verdict)
+    if (v.first) {
+      project.off[edge] = v.second;
+      any = true;
+    }
+  return any;
+}
+
+}  // namespace mlsem::driver::project
