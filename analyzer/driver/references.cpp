@@ -66,6 +66,15 @@ void walk(Project& project, std::vector<uint32_t> seeds) {
   }
 }
 
+// Whether `text` looks its own names up at run time (`eval("TF" + name)`, `globals()[name]`,
+// `locals()`, `vars()`): then every definition in it may be built, named or not.
+bool looks_up_names(std::string_view text) {
+  for (std::string_view call : {"eval(", "globals()", "locals()", "vars()"})
+    for (size_t at = text.find(call); at != std::string_view::npos; at = text.find(call, at + 1))
+      if (at == 0 || (text[at - 1] != '.' && !word_char(text[at - 1]))) return true;
+  return false;
+}
+
 // Which top-level definitions of the project something it runs reaches, into
 // `project.used`: a name is used when module-level code, a decorated definition, a
 // configuration file or a script (a module nothing imports) names it, or the definition
@@ -77,9 +86,10 @@ bool reach(const fs::path& root, Project& project) {
   bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
     if (!python) return;
     scan_imports(text, file, project.imports);
+    bool dynamic = looks_up_names(text);
     for (Definition& d : top_definitions(text)) {
       uint32_t id = graph.add(d.name, file);
-      if (d.decorated) seeds.push_back(id);
+      if (d.decorated || dynamic) seeds.push_back(id);
     }
   });
   if (!read) return false;

@@ -128,7 +128,14 @@ TEST_F(DriverReferences, CodeOnlyUnusedCodeNamesIsDemotedToo) {
                          attention("script_used"), attention("doc_attention"), documented, attention("string_attention"),
                          attention("live_inner"), "class Live:\n    def __init__(self):\n        self.a = live_inner\n"}));
   dir.write("pkg/registry.py", "REG = {\"string\": \"string_attention\"}\n");
-  dir.write("pkg/train.py", "import pkg.attn\nimport pkg.registry\nmodel = pkg.attn.Live()\n");
+  // A module that looks its names up at run time (eval of a built name) may build any of
+  // its definitions; model.eval() is not such a lookup.
+  dir.write("pkg/dynamic.py", module_with({attention("evaluated_attention"),
+                                           "def build(name):\n    return eval(\"evaluated_\" + name)\n"}));
+  dir.write("pkg/evalmode.py", module_with({attention("eval_mode_attention"),
+                                            "def run(model):\n    model.eval()\n"}));
+  dir.write("pkg/train.py",
+            "import pkg.attn\nimport pkg.registry\nimport pkg.dynamic\nimport pkg.evalmode\nmodel = pkg.attn.Live()\n");
   // A function of a script (a module nothing imports) may be run from outside.
   dir.write("tools/run.py", "import pkg.attn as a\n\n\ndef tool_main():\n    return a.script_used(1, 2, 3)\n");
   DriverOptions options;
@@ -137,7 +144,7 @@ TEST_F(DriverReferences, CodeOnlyUnusedCodeNamesIsDemotedToo) {
   Report r = analyze_paths({dir.path().string()}, engine(), options);
   // Named only by a definition nothing builds, by comments and docstrings, or in a cycle
   // of such definitions: demoted, with what names it.
-  for (const char* fn : {"dead_inner", "doc_attention", "cycle_attention"}) {
+  for (const char* fn : {"dead_inner", "doc_attention", "cycle_attention", "eval_mode_attention"}) {
     ASSERT_NE(in(r, fn), nullptr) << fn;
     EXPECT_EQ(in(r, fn)->context_kind, "unused") << fn;
   }
@@ -145,7 +152,7 @@ TEST_F(DriverReferences, CodeOnlyUnusedCodeNamesIsDemotedToo) {
       << in(r, "dead_inner")->context;
   // Named by code that runs (a class module-level code builds), by a string, or by a
   // definition in a script nothing imports: kept.
-  for (const char* fn : {"live_inner", "string_attention", "script_used"}) {
+  for (const char* fn : {"live_inner", "string_attention", "script_used", "evaluated_attention"}) {
     ASSERT_NE(in(r, fn), nullptr) << fn;
     EXPECT_TRUE(in(r, fn)->context.empty()) << fn << ": " << in(r, fn)->context;
   }
