@@ -128,8 +128,14 @@ bool may_be_switched(std::string_view text, const std::vector<size_t>& starts, s
   if (params.empty()) return false;
   for (size_t k = def + 1; k < starts.size() && k <= line + 12; ++k) {
     std::string_view l = line_at(k);
+    // An `if` or `elif` token on the line (a statement or a conditional expression).
     size_t p = l.find("if ");
-    if (p == std::string_view::npos || (p > 0 && word_char(l[p - 1]))) continue;
+    auto token = [&](size_t at) {
+      size_t b = at >= 2 && l.substr(at - 2, 2) == "el" ? at - 2 : at;
+      return b == 0 || !word_char(l[b - 1]);
+    };
+    while (p != std::string_view::npos && !token(p)) p = l.find("if ", p + 1);
+    if (p == std::string_view::npos) continue;
     bool named = false;
     words(l.substr(p), false, [&](std::string_view w, size_t, size_t) { named = named || params.count(w); });
     if (named) return true;

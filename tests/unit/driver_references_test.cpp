@@ -161,12 +161,17 @@ TEST_F(DriverReferences, CodeOnlyUnusedCodeNamesIsDemotedToo) {
 TEST_F(DriverReferences, CodeBuiltOnlyUnderASwitchTheProjectNeverSetsIsDemoted) {
   auto project = [](TempDir& dir, const std::string& config, const std::string& extra) {
     dir.write(".git/HEAD", "ref: refs/heads/main\n");
-    dir.write("pkg/attn.py", module_with({attention("legacy_attention"), attention("flash_attention"), R"(class Block:
+    dir.write("pkg/attn.py", module_with({attention("legacy_attention"), attention("flash_attention"),
+                                          attention("other_attention"), R"(class Block:
     def __init__(self, kind="flash", dim=4):
         if kind == "flash":
             self.attn = flash_attention
         else:
             self.attn = legacy_attention
+        if self.fast():
+            self.other = None
+        elif kind == "other":
+            self.other = other_attention
 )"}));
     dir.write("pkg/model.py", "from pkg.attn import Block\n\n\nclass Net:\n    def __init__(self):\n        self.block = Block(dim=8)\n");
     dir.write("configs/net.yaml", "model:\n  target: pkg.model.Net\n" + config);
@@ -182,6 +187,8 @@ TEST_F(DriverReferences, CodeBuiltOnlyUnderASwitchTheProjectNeverSetsIsDemoted) 
     ASSERT_NE(in(r, "legacy_attention"), nullptr);
     EXPECT_EQ(in(r, "legacy_attention")->context_kind, "unused");
     EXPECT_NE(in(r, "legacy_attention")->context.find("`kind`"), std::string::npos) << in(r, "legacy_attention")->context;
+    ASSERT_NE(in(r, "other_attention"), nullptr);  // under an elif
+    EXPECT_EQ(in(r, "other_attention")->context_kind, "unused");
     ASSERT_NE(in(r, "flash_attention"), nullptr);
     EXPECT_TRUE(in(r, "flash_attention")->context.empty());
   }
