@@ -1,0 +1,287 @@
+// mlsem_ts_named_children (python/ts_children.c) reads tree-sitter's internal headers to
+// list a node's named children in one pass. These tests compare it, at every node of
+// every sample and of hostile inputs, with what tree-sitter's public API says the named
+// children are: a TSTreeCursor walk over the children and ts_node_named_child(i), less
+// the skipped symbol (comments, the way syntax.h's named_children uses it).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "python/syntax.h"
+
+namespace {
+
+struct ParserDeleter {
+  void operator()(TSParser* p) const { ts_parser_delete(p); }
+};
+struct TreeDeleter {
+  void operator()(TSTree* t) const { ts_tree_delete(t); }
+};
+struct Cursor {
+  explicit Cursor(TSNode n) : c(ts_tree_cursor_new(n)) {}
+  ~Cursor() { ts_tree_cursor_delete(&c); }
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+  TSTreeCursor c;
+};
+
+const TSLanguage* python() { return tree_sitter_python(); }
+
+TSSymbol comment_symbol() {
+  return ts_language_symbol_for_name(python(), "comment", static_cast<uint32_t>(std::strlen("comment")), true);
+}
+
+// The same node as tree-sitter's public API sees it: identity (ts_node_eq), the symbol an
+// alias gives it, and its range.
+bool same(TSNode a, TSNode b) {
+  return ts_node_eq(a, b) && ts_node_symbol(a) == ts_node_symbol(b) && ts_node_start_byte(a) == ts_node_start_byte(b) &&
+         ts_node_end_byte(a) == ts_node_end_byte(b) && ts_node_is_named(a) == ts_node_is_named(b);
+}
+
+std::string describe(TSNode n) {
+  std::ostringstream o;
+  o << (ts_node_is_null(n) ? "(null)" : ts_node_type(n)) << " [" << ts_node_start_byte(n) << ", " << ts_node_end_byte(n)
+    << ")";
+  return o.str();
+}
+
+std::string describe(const std::vector<TSNode>& v) {
+  std::string s;
+  for (TSNode n : v) s += "  " + describe(n) + "\n";
+  return s;
+}
+
+// The public API's answer, through a cursor: every child the cursor visits that is named
+// and not of symbol `skip`.
+std::vector<TSNode> cursor_named_children(TSNode n, TSSymbol skip) {
+  std::vector<TSNode> out;
+  Cursor cur(n);
+  if (!ts_tree_cursor_goto_first_child(&cur.c)) return out;
+  do {
+    TSNode c = ts_tree_cursor_current_node(&cur.c);
+    if (ts_node_is_named(c) && ts_node_symbol(c) != skip) out.push_back(c);
+  } while (ts_tree_cursor_goto_next_sibling(&cur.c));
+  return out;
+}
+
+// The same by index (ts_node_named_child walks from the first child each time: only for
+// nodes with few children).
+std::vector<TSNode> indexed_named_children(TSNode n, TSSymbol skip) {
+  std::vector<TSNode> out;
+  uint32_t count = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < count; ++i) {
+    TSNode c = ts_node_named_child(n, i);
+    if (ts_node_symbol(c) != skip) out.push_back(c);
+  }
+  return out;
+}
+
+struct Stats {
+  size_t nodes = 0;     // nodes checked
+  size_t children = 0;  // named children compared
+  size_t skipped = 0;   // children of the skipped symbol seen
+  size_t failures = 0;
+};
+
+// mlsem_ts_named_children at node n against both public listings, and with a short
+// buffer (the count is still the whole count, nothing written past capacity).
+void check_node(TSNode n, TSSymbol skip, const std::string& where, Stats& st) {
+  std::vector<TSNode> want = cursor_named_children(n, skip);
+  ++st.nodes;
+  st.children += want.size();
+  const uint32_t bound = ts_node_named_child_count(n);  // skipped ones included
+  st.skipped += bound - want.size();
+
+  std::vector<TSNode> got(bound + 1);
+  uint32_t found = mlsem_ts_named_children(n, skip, got.data(), static_cast<uint32_t>(got.size()));
+  got.resize(found <= got.size() ? found : got.size());
+  bool ok = found == want.size();
+  for (size_t i = 0; ok && i < want.size(); ++i) ok = same(got[i], want[i]);
+  if (!ok) {
+    if (++st.failures <= 5)
+      ADD_FAILURE() << where << ": at " << describe(n) << " mlsem_ts_named_children gave " << found
+                    << " children:\n"
+                    << describe(got) << "a TSTreeCursor walk gives " << want.size() << ":\n"
+                    << describe(want);
+    return;
+  }
+
+  if (bound <= 2000) {
+    std::vector<TSNode> indexed = indexed_named_children(n, skip);
+    bool same_list = indexed.size() == want.size();
+    for (size_t i = 0; same_list && i < want.size(); ++i) same_list = same(indexed[i], want[i]);
+    if (!same_list && ++st.failures <= 5)
+      ADD_FAILURE() << where << ": at " << describe(n) << " ts_node_named_child gives\n"
+                    << describe(indexed) << "a TSTreeCursor walk\n"
+                    << describe(want);
+  }
+
+  if (!want.empty()) {  // a buffer one short: the whole count, the first capacity written, no more
+    const uint32_t cap = static_cast<uint32_t>(want.size() - 1);
+    std::vector<TSNode> shorter(want.size(), TSNode{});
+    uint32_t again = mlsem_ts_named_children(n, skip, shorter.data(), cap);
+    bool short_ok = again == want.size() && shorter[cap].id == nullptr;
+    for (uint32_t i = 0; short_ok && i < cap; ++i) short_ok = same(shorter[i], want[i]);
+    if (!short_ok && ++st.failures <= 5)
+      ADD_FAILURE() << where << ": at " << describe(n) << " with capacity " << cap << " it returned " << again;
+  }
+}
+
+// Every node of the tree (named or not), depth first with a cursor (no recursion: the
+// hostile inputs nest thousands deep), checked with `skip` the comment symbol and with
+// a symbol no node has (every named child kept).
+Stats check_tree(const std::string& source, const std::string& where) {
+  Stats st;
+  std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
+  EXPECT_TRUE(ts_parser_set_language(parser.get(), python()));
+  std::unique_ptr<TSTree, TreeDeleter> tree(
+      ts_parser_parse_string(parser.get(), nullptr, source.data(), static_cast<uint32_t>(source.size())));
+  if (!tree) {
+    ADD_FAILURE() << where << ": no tree";
+    return st;
+  }
+  const TSSymbol comment = comment_symbol();
+  const TSSymbol none = static_cast<TSSymbol>(0xFFFF);
+  Cursor cur(ts_tree_root_node(tree.get()));
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&cur.c);
+    check_node(n, comment, where, st);
+    check_node(n, none, where + " (nothing skipped)", st);
+    if (st.failures > 5) break;
+    if (ts_tree_cursor_goto_first_child(&cur.c)) continue;
+    bool next = false;
+    while (!(next = ts_tree_cursor_goto_next_sibling(&cur.c)))
+      if (!ts_tree_cursor_goto_parent(&cur.c)) break;
+    if (!next) break;
+  }
+  TSNode null_node{};
+  TSNode out[1];
+  EXPECT_EQ(mlsem_ts_named_children(null_node, comment, out, 1), 0u) << where << ": a null node";
+  return st;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream o;
+  o << in.rdbuf();
+  return o.str();
+}
+
+TEST(TsChildren, MatchesTheCursorAtEveryNodeOfEverySample) {
+  const std::filesystem::path root = std::filesystem::path(MLSEM_SOURCE_DIR) / "samples" / "python";
+  size_t files = 0, nodes = 0, children = 0, comments = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || e.path().extension() != ".py") continue;
+    ++files;
+    Stats st = check_tree(read_file(e.path()), e.path().lexically_relative(root).string());
+    nodes += st.nodes;
+    children += st.children;
+    comments += st.skipped;
+  }
+  // Not vacuous: the samples were found and walked, comments among them.
+  EXPECT_GE(files, 50u);
+  EXPECT_GT(nodes, 100000u);
+  EXPECT_GT(children, 50000u);
+  EXPECT_GT(comments, 100u);
+}
+
+// Where the grammar renames a node (alias(...) in tree-sitter-python's grammar.js): a
+// hidden rule shown as a named node (one-line blocks, match blocks, patterns), a named
+// node shown as another (format_expression, as_pattern_target), a keyword as an identifier.
+TEST(TsChildren, MatchesTheCursorWhereTheGrammarAliases) {
+  const std::vector<std::string> sources = {
+      "if x: y = 1; z = 2\nwhile y: pass\nfor i in r: continue\n",
+      "def f(): return 1\nclass C: pass\n",
+      "match p:\n    case [a, *rest]: pass\n    case (b, c): pass\n    case Point(x=0) as q: pass\n"
+      "    case {\"k\": v, **kw}: pass\n    case _: pass\n",
+      "with open(f) as fh, g() as (a, b): pass\ntry:\n  pass\nexcept E as e:\n  pass\n",
+      "s = f\"{x!r:{width}.{prec}} {y:>10}\"\n",
+      "ys = [v for v in lambda: z]\n",
+      "print(*(a), *b)\nf(*(c))\n",
+      "type X = int\ntype = 3\n",
+      "t = a is not b and c not in d\n",
+  };
+  size_t nodes = 0;
+  for (const std::string& s : sources) nodes += check_tree(s, "source " + s).nodes;
+  EXPECT_GT(nodes, 200u);
+}
+
+TEST(TsChildren, MatchesTheCursorOnSyntaxErrors) {
+  const std::vector<std::string> sources = {
+      "def f(x:\n    return x\n\ndef g(y):\n    return y.exp()\n",
+      "x = foo(1, 2\ny = [3, 4\nz = {5: \n",
+      "class :\n  pass\n",
+      "if x\n    y = 1\nelse\n    y = 2\n",
+      "def f(\n  a,  # first\n  b,  # second\n  *,\n",
+      "x = 'unterminated\ny = \"\"\"also\n",
+      "@@@ )))] }}} ::: lambda lambda : :\n",
+      "import\nfrom . import\nfrom x import (a, b,\n",
+      "for in range(3):\n  pass\nwhile:\n  break\n",
+      "x = [1, # one\n  2, # two\n  # alone\n  ] # after\n",
+      "\t  \tdef f():\n  \t return 1\n   x = 2\n",
+      "match x:\n  case [1, *rest] if :\n    pass\n  case {\"k\": v, **kw}:\n",
+      "async def f():\n  await\n  async with a as (b, c:\n    yield from\n",
+      "x = f\"{a!r:>{w}} {b=} {\"\n",
+      "print >>sys.stderr, 'py2'\nexec 'code'\n",
+      "x = 1\n\xff\xfe = 2\ny = 3\n",
+      std::string("x = 1\n\0y = 2\n", 13),  // a NUL byte inside
+  };
+  size_t nodes = 0;
+  for (const std::string& s : sources) nodes += check_tree(s, "source " + s).nodes;
+  EXPECT_GT(nodes, 300u);
+}
+
+TEST(TsChildren, MatchesTheCursorOnDeepNesting) {
+  const int depth = 3000;
+  std::string parens = "x = " + std::string(depth, '(') + "y" + std::string(depth, ')') + "\n";
+  std::string lists = "x = " + std::string(depth, '[') + "1" + std::string(depth, ']') + "\n";
+  std::string unclosed = "x = " + std::string(depth, '(') + "y\nz = 1\n";
+  std::string calls;
+  for (int i = 0; i < 1000; ++i) calls += "f(";
+  calls += "x # inner\n";
+  for (int i = 0; i < 1000; ++i) calls += ", a)";
+  calls = "y = " + calls + "\n";
+  std::string blocks;
+  for (int i = 0; i < 100; ++i) blocks += std::string(i, ' ') + "if x:  # level\n";
+  blocks += std::string(100, ' ') + "pass\n";
+  std::string ops = "x = 1";
+  for (int i = 0; i < 5000; ++i) ops += i % 3 ? " + a" : " * b";
+  ops += "\n";
+  for (const auto& [src, name] : {std::pair{parens, "nested parentheses"}, std::pair{lists, "nested lists"},
+                                  std::pair{unclosed, "unclosed parentheses"}, std::pair{calls, "nested calls"},
+                                  std::pair{blocks, "nested blocks"}, std::pair{ops, "a long operator chain"}}) {
+    Stats st = check_tree(src, name);
+    EXPECT_GT(st.nodes, 1000u) << name;
+  }
+}
+
+TEST(TsChildren, MatchesTheCursorOnAOneMegabyteLine) {
+  // A list of 250,000 elements on one line (1 MB): one node with that many named children,
+  // the repetition's hidden binary tree under it.
+  std::string list = "x = [";
+  while (list.size() < (1u << 20)) list += "a1, ";
+  list += "]\n";
+  Stats st = check_tree(list, "a 1 MB list");
+  EXPECT_GT(st.children, 200000u);
+  // The same with a comment after each element (one per line, the list still one node).
+  std::string commented = "x = [\n";
+  for (int i = 0; i < 20000; ++i) commented += "  a, # c\n";
+  commented += "]\n";
+  Stats sc = check_tree(commented, "a list with a comment after each element");
+  EXPECT_GE(sc.skipped, 20000u);  // each comment, skipped in the check that skips comments
+  // A 1 MB string and a 1 MB call's argument list on one line.
+  std::string str = "s = '" + std::string(1u << 20, 'z') + "'\n";
+  check_tree(str, "a 1 MB string");
+  std::string args = "f(";
+  while (args.size() < (1u << 20)) args += "k=v, ";
+  args += ")\n";
+  check_tree(args, "a 1 MB argument list");
+}
+
+}  // namespace
