@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "python_test_helpers.h"
+#include "repo_engine.h"
 
 namespace mlsem {
 namespace {
@@ -290,6 +292,118 @@ class M(nn.Module):
     ASSERT_EQ(convs.size(), 2u) << path;
     for (const ir::Node* c : convs) EXPECT_TRUE(flag(*c, "shared_module")) << path;
   }
+}
+
+// The other direction: where LAY001's layer facts must not be set. `shared_module` only on
+// a biased layer module applied more than once in one function; `checkpoint_names` only on
+// biased layers, and only in a file that loads published weights. The rule reports `once`
+// alone; `shared` is the one layer whose `shared_module` must be set (a test that passes
+// whether the facts are set everywhere or nowhere checks nothing).
+const char* kLayers = R"(
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.once = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.plain = nn.Conv2d(8, 8, 1, bias=False)
+        self.bn_plain = nn.BatchNorm2d(8)
+        self.nobias = nn.Conv2d(8, 8, 1, bias=False)
+        self.bn_nobias = nn.BatchNorm2d(8)
+        self.act_after = nn.Linear(8, 8)
+        self.gap = nn.Conv2d(8, 8, 1)
+        self.bn_gap = nn.BatchNorm2d(8)
+        self.ln_after = nn.Linear(8, 8)
+        self.ln = nn.LayerNorm(8)
+        self.split = nn.Conv2d(8, 8, 1)
+        self.shared = nn.Conv2d(8, 8, 1)
+        self.bn_shared = nn.BatchNorm2d(8)
+    def forward(self, x, w, b):
+        x = self.bn(self.once(x))
+        x = self.bn_plain(self.plain(x))
+        x = self.bn_nobias(self.nobias(x)) + self.nobias(x)
+        y = F.relu(self.act_after(x.mean((2, 3))))
+        z = self.ln(self.ln_after(y))
+        x = self.bn_gap(F.relu(self.gap(x)))
+        x = self.split(x)
+        x = F.conv2d(x, w, b) + F.conv2d(x, w, b)
+        return self.bn_shared(self.shared(x)) + self.shared(x), z
+    def other(self, x):
+        return self.split(x)
+)";
+
+// The nodes of `fn` whose `module` attribute names the layer `name` (self.name), or, with
+// name empty, those with no module (the functional F.conv2d), in source order.
+std::vector<const ir::Node*> layer_nodes(const ir::Module& m, std::string_view fn, std::string_view name) {
+  std::vector<const ir::Node*> out;
+  for (const char* op : {"conv", "linear"})
+    for (const ir::Node* n : nodes_of(m, fn, op)) {
+      std::string path = str(*n, "module");
+      bool match = name.empty() ? path == "<absent>"
+                                : path == name || (path.size() > name.size() && path.ends_with(name) &&
+                                                   path[path.size() - name.size() - 1] == '.');
+      if (match) out.push_back(n);
+    }
+  return out;
+}
+
+TEST(PythonProgram, LayerFactsOnlyWhereTheyHold) {
+  struct Case {
+    const char* fn;
+    const char* layer;
+    size_t calls;
+    bool shared;  // shared_module expected
+    bool biased;  // checkpoint_names expected where the file loads weights
+  };
+  const Case cases[] = {
+      {"M.forward", "once", 1, false, true},       // biased, applied once, then BatchNorm
+      {"M.forward", "plain", 1, false, false},     // bias=False, then BatchNorm
+      {"M.forward", "nobias", 2, false, false},    // applied twice, but no bias
+      {"M.forward", "act_after", 1, false, true},  // biased, followed by a ReLU, not a norm
+      {"M.forward", "gap", 1, false, true},        // a ReLU between it and the BatchNorm
+      {"M.forward", "ln_after", 1, false, true},   // followed by a LayerNorm
+      {"M.forward", "split", 1, false, true},      // once here and once in other(): per function
+      {"M.other", "split", 1, false, true},
+      {"M.forward", "", 2, false, true},           // F.conv2d(x, w, b) twice: no module
+      {"M.forward", "shared", 2, true, true},      // the one layer applied twice here
+  };
+  const std::string loads = std::string(kLayers) + "def load(m, p):\n    m.load_state_dict(torch.load(p))\n";
+  for (const auto& [src, loading] : {std::pair<std::string, bool>{kLayers, false}, {loads, true}}) {
+    for (const char* path : {"model.py", "tests/test_model.py"}) {
+      ir::Module m = python::build_ir(SourceFile{path, src});
+      for (const Case& c : cases) {
+        auto nodes = layer_nodes(m, c.fn, c.layer);
+        ASSERT_EQ(nodes.size(), c.calls) << path << " " << c.fn << " " << c.layer;
+        for (const ir::Node* n : nodes) {
+          EXPECT_EQ(flag(*n, "shared_module"), c.shared) << path << " " << c.fn << " " << c.layer;
+          EXPECT_EQ(flag(*n, "checkpoint_names"), loading && c.biased)
+              << path << " " << c.fn << " " << c.layer << (loading ? " (loads weights)" : "");
+        }
+      }
+    }
+  }
+}
+
+// LAY001 itself on the same layers: only the biased layer whose sole user is the BatchNorm
+// right after it (`once`) is reported; not bias=False, not a layer followed by a ReLU or a
+// LayerNorm, not one with a ReLU between it and the BatchNorm, not a shared one.
+using LayerRule = test_support::RepoEngine;
+
+TEST_F(LayerRule, Lay001OnlyOnABiasedLayerDirectlyBeforeBatchNorm) {
+  ir::Module m = python::build_ir(SourceFile{"model.py", kLayers});
+  const std::set<std::string> only{"LAY001"};
+  std::vector<uint32_t> lines;
+  for (const Finding& f : engine().analyze(m, &only)) {
+    EXPECT_EQ(f.rule, "LAY001");
+    lines.push_back(f.range.begin.line);
+  }
+  // The line of `x = self.bn(self.once(x))` (ranges count lines from 1).
+  const std::string text = kLayers;
+  const uint32_t once_line =
+      1 + static_cast<uint32_t>(std::count(text.begin(), text.begin() + text.find("self.bn(self.once(x))"), '\n'));
+  EXPECT_EQ(lines, std::vector<uint32_t>{once_line});
 }
 
 }  // namespace
