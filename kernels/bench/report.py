@@ -112,8 +112,13 @@ def misses(kernel, mode, g, copy):
 
 def overview(doc):
     groups = by_group(doc)
-    copy = doc["copy_gbps"]
-    lines = [f"{doc['device']}, {doc['date'][:10]}, copy bandwidth {copy:.0f} GB/s; each kernel at its largest "
+    runs = [doc] + list(doc.get("merged_runs", []))
+    dates = sorted({r["date"][:10] for r in runs})
+    copies = [r["copy_gbps"] for r in runs if r.get("copy_gbps")]
+    when = dates[0] if len(dates) == 1 else f"runs of {dates[0]} to {dates[-1]}"
+    bandwidth = (f"copy bandwidth {copies[0]:.0f} GB/s" if len({round(c) for c in copies}) == 1 else
+                 f"copy bandwidth {min(copies):.0f}-{max(copies):.0f} GB/s, each kernel judged against its own run's")
+    lines = [f"{doc['device']}, {when}, {bandwidth}; each kernel at its largest "
              "measured shape (bf16 unless the lesson says otherwise). Targets: memory-bound kernels >= 90% of copy "
              "bandwidth and >= 1.0x torch.compile at every shape of at least 4096x4096 elements; every kernel >= 3x "
              "the eager form; attention >= 0.8x F.scaled_dot_product_attention at 4x16x4096x128, causal and full. "

@@ -175,5 +175,18 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(harness.device_slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
 
 
+
+class OverviewTest(unittest.TestCase):
+    def test_the_overview_names_every_run_it_quotes(self):
+        import report
+        doc = {"device": "GPU", "date": "2026-11-23T04:00:00Z", "copy_gbps": 4226.5, "runs": [],
+               "merged_runs": [{"date": "2026-11-24T07:00:00Z", "copy_gbps": 4249.1}]}
+        head = report.overview(doc).splitlines()[0]
+        self.assertIn("runs of 2026-11-23 to 2026-11-24", head)
+        self.assertIn("4226-4249 GB/s", head)
+        doc["merged_runs"] = []
+        head = report.overview(doc).splitlines()[0]
+        self.assertIn("GPU, 2026-11-23, copy bandwidth 4226 GB/s", head)
+
 if __name__ == "__main__":
     unittest.main()
