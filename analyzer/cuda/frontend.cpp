@@ -9,15 +9,21 @@
 #include "cuda/frontend.h"
 
 #include <clang/AST/ASTConsumer.h>
+#include <clang/AST/ASTMutationListener.h>
+#include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Driver/CreateInvocationFromArgs.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendAction.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/Lex/PreprocessorOptions.h>
+#include <clang/Sema/Sema.h>
+#include <clang/Sema/SemaConsumer.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <shared_mutex>
 
 #include "cuda/context.h"
@@ -33,12 +39,143 @@ namespace fs = std::filesystem;
 using namespace detail;
 
 // ---------------------------------------------------------------------------
+// Instantiations the lowering does not read. Clang instantiates, at the end of the
+// file, the body of every specialization of the file's templates that the file uses: a
+// DeepSpeed file launching a kernel template with many sets of arguments substitutes
+// that kernel's body once for each (85% of quant_reduce.cu's parse). The lowering reads the
+// templates' own bodies and their specializations' arguments and signatures, never a
+// specialization's body; but instantiating a body can create specializations of the
+// file's other templates (a host template launching a kernel template), whose arguments
+// it does read. So a specialization's body is left out (marked skipped, as the bodies of
+// header functions are) only when its template's definition names nothing the file
+// declares (a function, a type, an alias), so that its instantiation could not reach
+// any of the file's templates; and only once the whole file has been parsed (explicit
+// instantiations and constant evaluation instantiate during the parse). Files that
+// declare operators, conversions or begin/end/get (reachable without being named) keep
+// every instantiation.
+class LeafInstantiations : public clang::ASTMutationListener {
+ public:
+  explicit LeafInstantiations(const clang::SourceManager& sm) : sm_(sm) {}
+
+  // At the end of the main file: every declaration is known; marks the pending
+  // specializations, and from now on each new one as it is made.
+  void start(clang::Sema& sema) {
+    if (started_) return;
+    started_ = true;
+    collect(sema.getASTContext().getTranslationUnitDecl());
+    for (const char* n : {"begin", "end", "get"})
+      if (names_.count(n)) disabled_ = true;
+    if (disabled_) return;
+    for (const auto& pending : sema.PendingInstantiations)
+      if (auto* fd = llvm::dyn_cast<clang::FunctionDecl>(pending.first)) skip_if_leaf(fd);
+  }
+
+  void AddedCXXTemplateSpecialization(const clang::FunctionTemplateDecl*, const clang::FunctionDecl* d) override {
+    if (started_ && !disabled_) skip_if_leaf(const_cast<clang::FunctionDecl*>(d));
+  }
+
+ private:
+  bool in_main(const clang::Decl* d) const { return sm_.isWrittenInMainFile(sm_.getFileLoc(d->getLocation())); }
+
+  void add(const clang::NamedDecl* d) {
+    clang::DeclarationName name = d->getDeclName();
+    if (name.isIdentifier()) {
+      names_.insert(name.getAsString());
+    } else if (name.getNameKind() == clang::DeclarationName::CXXOperatorName ||
+               name.getNameKind() == clang::DeclarationName::CXXConversionFunctionName ||
+               name.getNameKind() == clang::DeclarationName::CXXLiteralOperatorName) {
+      disabled_ = true;
+    }
+  }
+
+  // The names of what the file itself declares: functions, templates, types, aliases.
+  void collect(const clang::DeclContext* dc) {
+    for (const clang::Decl* d : dc->noload_decls()) {
+      if (auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) { collect(ns); continue; }
+      if (auto* ls = llvm::dyn_cast<clang::LinkageSpecDecl>(d)) { collect(ls); continue; }
+      if (!in_main(d)) continue;
+      if (auto* ct = llvm::dyn_cast<clang::ClassTemplateDecl>(d)) d = ct->getTemplatedDecl();
+      if (auto* ft = llvm::dyn_cast<clang::FunctionTemplateDecl>(d)) d = ft->getTemplatedDecl();
+      if (auto* rd = llvm::dyn_cast<clang::CXXRecordDecl>(d)) {
+        add(rd);
+        collect(rd);
+      } else if (auto* td = llvm::dyn_cast<clang::TypedefNameDecl>(d)) {
+        // An alias of a header's type (using rop = reduce::ROpType) leads nowhere here.
+        clang::QualType t = td->getUnderlyingType();
+        const clang::TagDecl* tag = t->getAsTagDecl();
+        if (t->isDependentType() || (tag && in_main(tag))) add(td);
+      } else if (llvm::isa<clang::FunctionDecl, clang::TypeAliasTemplateDecl, clang::VarTemplateDecl,
+                           clang::TagDecl>(d)) {
+        add(llvm::cast<clang::NamedDecl>(d));
+      }
+    }
+  }
+
+  // Whether a template's definition (signature and body, lambdas included) names
+  // anything the file declares.
+  class Names : public clang::RecursiveASTVisitor<Names> {
+   public:
+    explicit Names(const std::set<std::string>& names) : names_(names) {}
+    bool found = false;
+    bool see(clang::DeclarationName n) {
+      if (!n.isEmpty() && n.isIdentifier() && names_.count(n.getAsString())) found = true;
+      return !found;
+    }
+    bool VisitDeclRefExpr(clang::DeclRefExpr* e) { return see(e->getDecl()->getDeclName()); }
+    bool VisitOverloadExpr(clang::OverloadExpr* e) { return see(e->getName()); }
+    bool VisitMemberExpr(clang::MemberExpr* e) { return see(e->getMemberDecl()->getDeclName()); }
+    bool VisitCXXDependentScopeMemberExpr(clang::CXXDependentScopeMemberExpr* e) { return see(e->getMember()); }
+    bool VisitDependentScopeDeclRefExpr(clang::DependentScopeDeclRefExpr* e) { return see(e->getDeclName()); }
+    bool VisitTypeLoc(clang::TypeLoc tl) {
+      const clang::Type* t = tl.getTypePtr();
+      if (auto* td = t->getAs<clang::TypedefType>()) see(td->getDecl()->getDeclName());
+      if (auto* tag = t->getAsTagDecl()) see(tag->getDeclName());
+      if (auto* ts = t->getAs<clang::TemplateSpecializationType>())
+        if (auto* tmpl = ts->getTemplateName().getAsTemplateDecl()) see(tmpl->getDeclName());
+      if (auto* dn = t->getAs<clang::DependentNameType>()) see(clang::DeclarationName(dn->getIdentifier()));
+      return !found;
+    }
+
+   private:
+    const std::set<std::string>& names_;
+  };
+
+  void skip_if_leaf(clang::FunctionDecl* spec) {
+    if (spec->getTemplateSpecializationKind() != clang::TSK_ImplicitInstantiation || spec->isDefined()) return;
+    const clang::FunctionDecl* pattern = spec->getTemplateInstantiationPattern();
+    if (!pattern || !pattern->doesThisDeclarationHaveABody() || !in_main(pattern) || pattern->isConstexpr() ||
+        pattern->getReturnType()->getContainedDeducedType())
+      return;
+    auto known = leaf_.find(pattern);
+    if (known == leaf_.end()) {
+      Names names(names_);
+      names.TraverseDecl(const_cast<clang::FunctionDecl*>(pattern));
+      known = leaf_.emplace(pattern, !names.found).first;
+    }
+    if (known->second) spec->setHasSkippedBody();
+  }
+
+  const clang::SourceManager& sm_;
+  bool started_ = false, disabled_ = false;
+  std::set<std::string> names_;
+  std::map<const clang::FunctionDecl*, bool> leaf_;
+};
+
+// ---------------------------------------------------------------------------
 // The AST consumer: device functions first (their summaries feed the host side).
 
-class Lowering : public clang::ASTConsumer {
+class Lowering : public clang::SemaConsumer {
  public:
-  Lowering(ir::Module& module, const Positions& pos, const clang::SourceManager& sm)
-      : module_(module), pos_(pos), sm_(sm) {}
+  Lowering(ir::Module& module, const Positions& pos, const clang::SourceManager& sm, const clang::Preprocessor& pp)
+      : module_(module), pos_(pos), sm_(sm), pp_(pp), leaves_(sm) {}
+
+  void InitializeSema(clang::Sema& sema) override { sema_ = &sema; }
+  clang::ASTMutationListener* GetASTMutationListener() override { return &leaves_; }
+  // After the main file's last declaration the preprocessor has no file left.
+  bool HandleTopLevelDecl(clang::DeclGroupRef) override {
+    if (sema_ && !pp_.getCurrentFileLexer()) leaves_.start(*sema_);
+    return true;
+  }
 
   // Only the main file's functions are lowered: the bodies of functions declared in
   // headers (libstdc++, cub, cooperative_groups, a project's common.cuh) are skipped,
@@ -99,13 +236,16 @@ class Lowering : public clang::ASTConsumer {
   ir::Module& module_;
   const Positions& pos_;
   const clang::SourceManager& sm_;
+  const clang::Preprocessor& pp_;
+  clang::Sema* sema_ = nullptr;
+  LeafInstantiations leaves_;
 };
 
 class LowerAction : public clang::ASTFrontendAction {
  public:
   LowerAction(ir::Module& module, const Positions& pos) : module_(module), pos_(pos) {}
   std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef) override {
-    return std::make_unique<Lowering>(module_, pos_, ci.getSourceManager());
+    return std::make_unique<Lowering>(module_, pos_, ci.getSourceManager(), ci.getPreprocessor());
   }
 
  private:

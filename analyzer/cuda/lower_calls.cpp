@@ -7,6 +7,19 @@
 
 namespace mlsem::cuda::detail {
 
+namespace {
+
+// A callee with a body: defined here, or a specialization of one of the file's templates
+// whose body Clang would have instantiated and the frontend left out (frontend.cpp,
+// LeafInstantiations).
+bool has_body(const clang::FunctionDecl* f) {
+  if (f->hasBody()) return true;
+  const clang::FunctionDecl* pattern = f->hasSkippedBody() ? f->getTemplateInstantiationPattern() : nullptr;
+  return pattern && pattern->hasBody();
+}
+
+}  // namespace
+
 Poly FunctionLowering::call_value(const clang::CallExpr* call) {
   std::string name = callee_name(call);
   if (!device_) return host_call(call, name);
@@ -69,7 +82,7 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
   // atomicAdd & co., not a user's own helper that happens to be named atomic* (a
   // warp-aggregated atomicAggInc defined in the file).
   const clang::FunctionDecl* callee_decl = call->getDirectCallee();
-  bool user_helper = callee_decl && callee_decl->hasBody() &&
+  bool user_helper = callee_decl && has_body(callee_decl) &&
                      sm_.isInMainFile(sm_.getFileLoc(callee_decl->getLocation()));
   if (name.rfind("atomic", 0) == 0 && call->getNumArgs() >= 1 && !user_helper) {
     auto target = pointer_of(call->getArg(0));
@@ -130,7 +143,7 @@ Poly FunctionLowering::call_value(const clang::CallExpr* call) {
         (fl && fl->getValueAsApproximateDouble() == 2.0) || (e && *e == 2))
       mark_loops(&LoopInfo::has_square_diff);
   }
-  if (auto* callee = call->getDirectCallee(); callee && callee->hasBody()) callees_.insert(callee->getNameAsString());
+  if (auto* callee = call->getDirectCallee(); callee && has_body(callee)) callees_.insert(callee->getNameAsString());
   // Each argument lowered once: a pointer through pointer_of (which lowers its index),
   // standing for its offset as `&x[i]` does; anything else through value().
   bool global_pointer = false;

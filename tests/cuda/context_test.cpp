@@ -575,6 +575,50 @@ __global__ void reduce_after_helper_loop(float* out, const float* x, int n) {
   EXPECT_TRUE(flag(*st[0], "once_beside_data_loop"));
 }
 
+// The bodies of the file's kernel specializations are not instantiated when they name
+// nothing the file declares (frontend.cpp, LeafInstantiations); a host template's body,
+// which names the kernels it launches, still is: the kernels' template arguments are the
+// ones its instantiations launch them with.
+TEST(CudaLaneStride, TemplateArgumentsGivenThroughAHostTemplateStillCount) {
+  auto m = parse(R"(
+template <int COLS>
+__global__ void wide(float* y, const float* x, const float* b, int ld, int nb) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  for (int c = 0; c < COLS; c++) acc += x[c + r * ld];
+  for (int j = 0; j < nb; j++) acc += b[j * ld + r];
+  y[r] = acc;
+}
+template <int ROWS, int COLS>
+__global__ void tile_small(float* y, const float* x, const float* b, int ld, int nb) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  for (int c = 0; c < ROWS * COLS; c++) acc += x[c + r * ld];
+  for (int j = 0; j < nb; j++) acc += b[j * ld + r];
+  y[r] = acc;
+}
+template <int C>
+void launch_wide(float* y, const float* x, const float* b, int ld, int nb) {
+  wide<C><<<1, 256>>>(y, x, b, ld, nb);
+}
+template <int R, int C>
+void launch_tile(float* y, const float* x, const float* b, int ld, int nb) {
+  tile_small<R, C><<<1, 256>>>(y, x, b, ld, nb);
+}
+void run(float* y, const float* x, const float* b, int ld, int nb) {
+  launch_wide<4096>(y, x, b, ld, nb);
+  launch_tile<4, 8>(y, x, b, ld, nb);
+}
+)");
+  ASSERT_TRUE(m.diagnostics.empty()) << m.diagnostics[0].message;
+  auto wide = nodes(*function(m, "wide"), "load");
+  ASSERT_EQ(wide.size(), 2u);
+  EXPECT_FALSE(flag(*wide[0], "once_beside_data_loop"));  // wide<4096>, made by launch_wide<4096>
+  auto small = nodes(*function(m, "tile_small"), "load");
+  ASSERT_EQ(small.size(), 2u);
+  EXPECT_TRUE(flag(*small[0], "once_beside_data_loop"));  // tile_small<4, 8> only
+}
+
 TEST(CudaPasses, AGlobalReadBesideASharedCopyIsNotASecondPass) {
   auto m = parse(R"(
 __global__ void softmax_cached(float* y, const float* x, int C, bool use_shared) {
