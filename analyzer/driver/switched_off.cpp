@@ -1,7 +1,6 @@
 // The switches step of the cross-file pass: mentions of a class in a branch on a
 // parameter that no value the project gives it takes (driver/project.h).
 #include <cctype>
-#include <functional>
 
 #include "driver/project.h"
 #include "python/switches.h"
@@ -69,13 +68,6 @@ struct Given_at {
   Given kind = Given::Read;
   python::Literal literal;
 };
-
-bool condition_tests(const python::Condition& c, const std::string& param) {
-  if (c.param == param) return true;
-  for (const python::Condition& k : c.kids)
-    if (condition_tests(k, param)) return true;
-  return false;
-}
 
 // A cheap test before parsing: whether the place on `line` (0-based; `starts`, the offsets
 // of the lines of `text`) is in a function with a parameter whose default is a literal
@@ -174,6 +166,7 @@ bool switch_off(const fs::path& root, Project& project) {
     uint32_t by, name;
     std::string file;
     python::Switches switches;
+    Names tested = {};  // the parameters its guards test
   };
   std::vector<Mention> found;                              // the mentions under a switch
   std::set<std::pair<uint32_t, uint32_t>> unswitched;      // (user, name) with a mention under none
@@ -189,6 +182,7 @@ bool switch_off(const fs::path& root, Project& project) {
     std::vector<Definition> defs = top_definitions(text);
     std::sort(users.begin(), users.end());
     std::vector<uint32_t> offsets;
+    std::vector<size_t> lines;
     std::vector<std::pair<uint32_t, uint32_t>> edges;
     Names imports = import_words(text);
     words(text, true, [&](std::string_view w, size_t offset, size_t line) {
@@ -198,6 +192,7 @@ bool switch_off(const fs::path& root, Project& project) {
         std::optional<uint32_t> by = d && !d->decorated ? graph.node(d->name, file) : std::nullopt;
         if (!by || *by == id || !std::binary_search(users.begin(), users.end(), *by)) return;
         offsets.push_back(static_cast<uint32_t>(offset));
+        lines.push_back(line);
         edges.push_back({*by, id});
       });
     });
@@ -207,8 +202,7 @@ bool switch_off(const fs::path& root, Project& project) {
       if (text[i] == '\n') starts.push_back(i + 1);
     std::map<const Definition*, std::vector<size_t>> maybe;  // definition -> mentions
     for (size_t i = 0; i < offsets.size(); ++i) {
-      size_t line = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), offsets[i]) - starts.begin()) - 1;
-      if (may_be_switched(text, starts, line)) maybe[enclosing(defs, line)].push_back(i);
+      if (may_be_switched(text, starts, lines[i])) maybe[enclosing(defs, lines[i])].push_back(i);
       else unswitched.insert(edges[i]);
     }
     for (const auto& [def, which] : maybe) {
@@ -231,13 +225,10 @@ bool switch_off(const fs::path& root, Project& project) {
   // The parameters those switches test, and the definitions whose construction sets them.
   std::map<std::string, std::vector<Given_at>, std::less<>> given;  // parameter -> what the project gives it
   Names builders;
-  std::function<void(const python::Condition&)> tested = [&](const python::Condition& c) {
-    if (!c.param.empty()) given[c.param];
-    for (const python::Condition& k : c.kids) tested(k);
-  };
-  for (const Mention& m : found)
+  for (Mention& m : found)
     if (!unswitched.count({m.by, m.name})) {
-      for (const python::Guard& g : m.switches.guards) tested(g.condition);
+      for (const python::Guard& g : m.switches.guards) python::tested(g.condition, m.tested);
+      for (const std::string& p : m.tested) given[p];
       builders.insert(graph.names[m.by]);
     }
   if (given.empty()) return false;
@@ -292,14 +283,13 @@ bool switch_off(const fs::path& root, Project& project) {
     std::map<std::string, std::vector<python::Literal>, std::less<>> values;
     for (const auto& [param, d] : m.switches.defaults) {
       auto g = given.find(param);
-      bool tested = false;
-      for (const python::Guard& guard : m.switches.guards) tested = tested || condition_tests(guard.condition, param);
-      if (g == given.end() || !tested) continue;
+      if (g == given.end() || !m.tested.count(param)) continue;
       const std::vector<Given_at>& list = g->second;
       bool unknown = false;
       std::vector<python::Literal>& v = values[param];
       for (const Given_at& at : list) {
-        if (at.file == m.file && m.switches.default_offsets.count(param) && m.switches.default_offsets.at(param) == at.offset)
+        if (auto o = m.switches.default_offsets.find(param);
+            at.file == m.file && o != m.switches.default_offsets.end() && o->second == at.offset)
           continue;  // the default itself
         if (at.kind == Given::Unknown) unknown = true;
         else v.push_back(at.literal);
@@ -311,9 +301,11 @@ bool switch_off(const fs::path& root, Project& project) {
     for (const python::Guard& g : m.switches.guards) {
       std::optional<bool> v = python::evaluate(g.condition, values);
       if (!v || *v == g.taken) continue;
+      Names in_guard;
+      python::tested(g.condition, in_guard);
       std::string params;
       for (const auto& [p, list] : values)
-        if (condition_tests(g.condition, p)) params += (params.empty() ? "`" : ", `") + p + "`";
+        if (in_guard.count(p)) params += (params.empty() ? "`" : ", `") + p + "`";
       why = "`" + graph.names[m.name] + "` is built in `" + m.switches.function + "` only under a condition on " +
             params + " that no value the project gives " + (params.find(',') == std::string::npos ? "it" : "them") +
             " meets";

@@ -150,13 +150,6 @@ void literal_defaults(TSNode fn, std::string_view src, Switches& sw) {
   }
 }
 
-bool tests_parameter(const Condition& c) {
-  if (c.kind == Condition::Param || c.kind == Condition::Compare) return true;
-  for (const Condition& k : c.kids)
-    if (tests_parameter(k)) return true;
-  return false;
-}
-
 bool inside(TSNode outer, TSNode n) {
   return !ts_node_is_null(outer) && ts_node_start_byte(outer) <= ts_node_start_byte(n) &&
          ts_node_end_byte(n) <= ts_node_end_byte(outer);
@@ -230,10 +223,19 @@ std::vector<Switches> switches_at(std::string_view source, const std::vector<uin
       }
     }
     // Only the guards that test a parameter count; a place under none has no switches.
-    std::erase_if(sw.guards, [](const Guard& g) { return !tests_parameter(g.condition); });
+    std::erase_if(sw.guards, [](const Guard& g) {
+      std::set<std::string, std::less<>> params;
+      tested(g.condition, params);
+      return params.empty();
+    });
     if (sw.guards.empty()) sw = Switches{};
   }
   return out;
+}
+
+void tested(const Condition& c, std::set<std::string, std::less<>>& out) {
+  if (!c.param.empty()) out.insert(c.param);
+  for (const Condition& k : c.kids) tested(k, out);
 }
 
 std::optional<bool> evaluate(const Condition& c, const std::map<std::string, std::vector<Literal>, std::less<>>& values) {

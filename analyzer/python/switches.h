@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,9 @@ struct Switches {
   std::map<std::string, uint32_t, std::less<>> default_offsets;  // where each default's name is
   std::string function;  // the function: `name`, or `Class.name` for a method
 };
+
+// The parameters `condition`'s atoms test, into `out`.
+void tested(const Condition& condition, std::set<std::string, std::less<>>& out);
 
 // The switches over each byte offset of `source` (one entry per offset, in order); an
 // offset in no function, or in a comment, gets none.
