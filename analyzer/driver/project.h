@@ -94,10 +94,9 @@ inline std::vector<Definition> top_definitions(std::string_view text) {
   return out;
 }
 
-// Calls `f(word)` for each word of the import lines of `text` (`import x.loss`, `from
-// .loss import y`).
-template <typename F>
-void each_import_word(std::string_view text, F f) {
+// The words of the import lines of `text` (`import x.loss`, `from .loss import y`).
+inline Names import_words(std::string_view text) {
+  Names out;
   for (size_t begin = 0; begin < text.size();) {
     size_t end = text.find('\n', begin);
     if (end == std::string_view::npos) end = text.size();
@@ -106,16 +105,11 @@ void each_import_word(std::string_view text, F f) {
       for (size_t i = 0; i < line.size();) {
         size_t j = i;
         while (j < line.size() && word_char(line[j])) ++j;
-        if (j > i) f(line.substr(i, j - i));
+        if (j > i) out.emplace(line.substr(i, j - i));
         i = j == i ? i + 1 : j;
       }
     begin = end + 1;
   }
-}
-
-inline Names import_words(std::string_view text) {
-  Names out;
-  each_import_word(text, [&](std::string_view w) { out.emplace(w); });
   return out;
 }
 
@@ -241,11 +235,12 @@ struct Importers {
 };
 using Imports = std::map<std::string, Importers, std::less<>>;
 
-inline void scan_imports(std::string_view text, const std::string& file, Imports& imports) {
-  each_import_word(text, [&](std::string_view w) {
-    auto [it, fresh] = imports.try_emplace(std::string(w), Importers{file});
+// Records that `file` mentions `imports` (its import lines' words, import_words).
+inline void scan_imports(const Names& imports, const std::string& file, Imports& index) {
+  for (const std::string& w : imports) {
+    auto [it, fresh] = index.try_emplace(w, Importers{file});
     if (!fresh && it->second.first != file) it->second.several = true;
-  });
+  }
 }
 
 // The name other files import a module by: its file's stem, or its package's for an

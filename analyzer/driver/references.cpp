@@ -18,9 +18,9 @@ using namespace project;
 
 // Records in `graph` each mention in `text` of one of its names (`defs`: the top-level
 // definitions of Python source; null for a configuration file).
-void scan(std::string_view text, const std::string& file, const std::vector<Definition>* defs, Graph& graph) {
+void scan(std::string_view text, const std::string& file, const std::vector<Definition>* defs, const Names& imports,
+          Graph& graph) {
   const std::string none;
-  Names imports = defs ? import_words(text) : Names();
   words(text, defs != nullptr, [&](std::string_view w, size_t, size_t line) {
     graph.meant(w, defs ? file : none, imports, [&](uint32_t id) {
       const Definition* d = defs ? enclosing(*defs, line) : nullptr;
@@ -83,11 +83,16 @@ bool looks_up_names(std::string_view text) {
 bool reach(const fs::path& root, Project& project) {
   Graph& graph = project.graph;
   std::vector<uint32_t> seeds;
+  // Each Python file's definitions and import words, found once for both passes.
+  std::map<std::string, std::pair<std::vector<Definition>, Names>> facts;
   bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
     if (!python) return;
-    scan_imports(text, file, project.imports);
+    auto& [defs, imports] = facts[file];
+    imports = import_words(text);
+    scan_imports(imports, file, project.imports);
+    defs = top_definitions(text);
     bool dynamic = looks_up_names(text);
-    for (Definition& d : top_definitions(text)) {
+    for (const Definition& d : defs) {
       uint32_t id = graph.add(d.name, file);
       if (d.decorated || dynamic) seeds.push_back(id);
     }
@@ -95,10 +100,11 @@ bool reach(const fs::path& root, Project& project) {
   if (!read) return false;
   for (uint32_t id = 0; id < graph.names.size(); ++id)
     if (!imported(project.imports, graph.files[id])) seeds.push_back(id);  // a script's
+  const Names none;
   read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
-    if (!python) return scan(text, file, nullptr, graph);
-    std::vector<Definition> defs = top_definitions(text);
-    scan(text, file, &defs, graph);
+    auto f = python ? facts.find(file) : facts.end();
+    if (f == facts.end()) return scan(text, file, nullptr, none, graph);  // (a file new since the first pass: as a config)
+    scan(text, file, &f->second.first, f->second.second, graph);
   });
   if (!read) return false;
   for (uint32_t n = 0; n < graph.users.size(); ++n)
