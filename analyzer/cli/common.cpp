@@ -59,7 +59,8 @@ rules:
   --min-confidence X      drop findings below confidence X, 0..1 (default 0.5)
   --torch-version X.Y     the PyTorch version the code targets: rules whose fix needs a
                           newer one are off (default: the configuration, else the pin in the
-                          nearest pyproject.toml, setup.cfg, setup.py or requirements*.txt)
+                          nearest pyproject.toml, setup.cfg, setup.py, requirements*.txt or
+                          conda environment*.yml)
   --show-demoted          also report findings demoted by their context (info: eager
                           fallbacks, tests, op references, parity variants, cold or
                           unused code, modular sources, CUDA

@@ -88,19 +88,49 @@ std::optional<std::string> torch_pin_in(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<std::string> conda_torch_pin_in(std::string_view text) {
+  for (size_t at = text.find("pytorch"); at != std::string_view::npos; at = text.find("pytorch", at + 7)) {
+    // The package `pytorch`, or `channel::pytorch`; not pytorch-cuda, pytorch-lightning.
+    if (at > 0 && name_char(text[at - 1])) continue;
+    size_t i = at + 7;
+    if (i < text.size() && name_char(text[i])) continue;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    // `pytorch=1.12.1` (a version prefix), `pytorch==2.0`, `pytorch>=1.13`, `pytorch 2.1.*`.
+    for (std::string_view op : {"==", ">=", "~=", "=", ""}) {
+      if (!text.substr(i).starts_with(op)) continue;
+      size_t v = i + op.size();
+      while (v < text.size() && text[v] == ' ') ++v;
+      std::string version = major_minor(text.substr(v));
+      if (!version.empty()) return version;
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> TorchVersionFinder::in_directory(const fs::path& dir) {
   std::vector<fs::path> candidates = {dir / "pyproject.toml", dir / "setup.cfg", dir / "setup.py"};
-  std::vector<fs::path> reqs;
+  std::vector<fs::path> reqs, conda;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (name.starts_with("requirements") && name.ends_with(".txt")) reqs.push_back(it->path());
+    if ((name.starts_with("environment") || name.starts_with("conda")) && (name.ends_with(".yml") || name.ends_with(".yaml")))
+      conda.push_back(it->path());
   }
   std::sort(reqs.begin(), reqs.end());
+  std::sort(conda.begin(), conda.end());
   candidates.insert(candidates.end(), reqs.begin(), reqs.end());
   for (const auto& p : candidates) {
     std::string text = read_small(p);
     if (text.empty()) continue;
+    if (auto v = torch_pin_in(text)) return v;
+  }
+  // A conda environment: its `pytorch` package, or `torch` in its pip section.
+  for (const auto& p : conda) {
+    std::string text = read_small(p);
+    if (text.empty()) continue;
+    if (auto v = conda_torch_pin_in(text)) return v;
     if (auto v = torch_pin_in(text)) return v;
   }
   return std::nullopt;

@@ -16,10 +16,15 @@ namespace mlsem::driver {
 // nullopt when the text does not constrain torch from below.
 std::optional<std::string> torch_pin_in(std::string_view text);
 
+// The torch version a conda environment file pins through its `pytorch` package:
+// `pytorch=1.12.1`, `pytorch::pytorch=2.0.0`, `pytorch>=1.13`; nullopt when none.
+std::optional<std::string> conda_torch_pin_in(std::string_view text);
+
 // Finds the pin for files under a directory: the nearest directory, from the file's
 // own upwards, with a pyproject.toml, setup.cfg, setup.py or requirements*.txt that pins
-// torch (in that order within a directory); the search stops after a directory holding
-// .git. Results are cached per directory; safe to call from several threads.
+// torch (in that order within a directory), else a conda environment file
+// (environment*.yml, conda*.yaml, ...) that does; the search stops after a directory
+// holding .git. Results are cached per directory; safe to call from several threads.
 class TorchVersionFinder {
  public:
   std::string for_file(const std::string& path);  // "" when nothing pins torch

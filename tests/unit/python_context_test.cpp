@@ -194,5 +194,29 @@ TEST(TorchVersion, NearestPinFromTheFileUpwards) {
   EXPECT_EQ(finder.for_file((dir.path() / "proj/pkg/model.py").string()), "2.1");  // cached
 }
 
+TEST(TorchVersion, CondaEnvironmentPins) {
+  using driver::conda_torch_pin_in;
+  EXPECT_EQ(conda_torch_pin_in("channels:\n  - pytorch\ndependencies:\n  - pytorch=1.12.1\n").value_or("-"), "1.12");
+  EXPECT_EQ(conda_torch_pin_in("  - pytorch::pytorch=2.0.0\n  - pytorch::pytorch-cuda=11.7.0\n").value_or("-"), "2.0");
+  EXPECT_EQ(conda_torch_pin_in("  - pytorch>=1.13\n").value_or("-"), "1.13");
+  EXPECT_EQ(conda_torch_pin_in("  - pytorch 2.1.*\n").value_or("-"), "2.1");
+  EXPECT_FALSE(conda_torch_pin_in("channels:\n  - pytorch\n  - pytorch-cuda=12.1\n  - pytorch-lightning=2.0\n"));
+
+  // The conda file is read after the pip-style files, in the same directory.
+  test_support::TempDir dir;
+  dir.write("sd/environment.yaml", "dependencies:\n  - pytorch=1.12.1\n  - pip:\n    - transformers==4.19.2\n");
+  dir.write("sd/setup.py", "setup(name='ldm', install_requires=['tqdm'])\n");
+  dir.write("sd/ldm/model.py", "x = 1\n");
+  dir.write("pipped/environment.yml", "dependencies:\n  - pip:\n    - torch==2.3.1\n");
+  dir.write("pipped/train.py", "x = 1\n");
+  dir.write("both/requirements.txt", "torch>=2.4\n");
+  dir.write("both/environment.yml", "dependencies:\n  - pytorch=1.12\n");
+  dir.write("both/train.py", "x = 1\n");
+  driver::TorchVersionFinder finder;
+  EXPECT_EQ(finder.for_file((dir.path() / "sd/ldm/model.py").string()), "1.12");
+  EXPECT_EQ(finder.for_file((dir.path() / "pipped/train.py").string()), "2.3");
+  EXPECT_EQ(finder.for_file((dir.path() / "both/train.py").string()), "2.4");
+}
+
 }  // namespace
 }  // namespace mlsem
