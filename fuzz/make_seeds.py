@@ -5,7 +5,8 @@
 
 The corpora are generated, not committed (docs/hardening.md). Inputs follow each entry
 point's format (fuzz/*.cpp): toml inputs start with a byte naming the kind of file, lsp
-inputs with a mode byte and carry message bodies separated by 0x1e.
+inputs with a mode byte and carry message bodies separated by 0x1e; python inputs with
+0x1e bytes are projects, one file a part, for the cross-file pass.
 """
 import hashlib
 import json
@@ -30,6 +31,44 @@ def lsp_seed(mode, bodies):
     return bytes([mode]) + b"\x1e".join(json.dumps(b).encode() for b in bodies)
 
 
+ATTENTION = """def {name}(q, k, v):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    probs = F.softmax(scores, dim=-1)
+    return probs @ v
+"""
+BLOCK = """class Block:
+    def __init__(self, kind="flash", dim=4, use_other: bool = False):
+        if kind == "flash":
+            self.attn = flash_attention
+        elif kind in ("legacy", "old") and not use_other:
+            self.attn = legacy_attention
+        else:
+            self.attn = None
+        if self.fast():
+            self.other = None
+        elif use_other:
+            self.other = other_attention
+"""
+
+
+def project_seeds():
+    """Python projects (parts m0.py, m1.py, ... or c<k>.json, separated by 0x1e, fuzz/python.cpp)
+    whose findings sit in top-level definitions other files import, some built only under a
+    switch: the cross-file pass (driver/references.cpp, driver/switched_off.cpp)."""
+    head = "import math\nimport torch.nn.functional as F\n\n\n"
+    attn = head + "\n\n".join(ATTENTION.format(name=n) for n in
+                               ("legacy_attention", "flash_attention", "other_attention", "dead_attention"))
+    attn += "\n\n@register\n" + ATTENTION.format(name="registered_attention") + "\n\n" + BLOCK
+    model = "from m0 import Block\n\n\nclass Net:\n    def __init__(self):\n        self.block = Block(dim=8)\n"
+    extras = ["", "b = m0.Block(kind=\"legacy\")\n", "parser.add_argument(\"--kind\")\n",
+              "b = m0.Block(kind=args.attention, use_other=True)\n", "f = eval(\"flash_\" + name)\n"]
+    for i, extra in enumerate(extras):
+        parts = [attn, model, "import m0\nimport m1\n" + extra]
+        if i % 2:
+            parts.append(json.dumps({"model": {"target": "m1.Net", "kind": "old", "use_other": i == 3}}))
+        yield "\x1e".join(parts)
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     pys = sorted((ROOT / "samples").rglob("*.py")) + sorted((ROOT / "samples").rglob("*.ipynb"))
@@ -38,6 +77,8 @@ def main():
         put(out, "python", p.read_bytes())
     for p in cus:
         put(out, "cuda", p.read_bytes())
+    for seed in project_seeds():
+        put(out, "python", seed)
     for kind, sub in ((0, "concepts"), (1, "patterns"), (2, "rules")):
         for p in sorted((ROOT / sub).rglob("*.toml")):
             put(out, "toml", bytes([kind]) + p.read_bytes())

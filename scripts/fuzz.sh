@@ -43,8 +43,9 @@ while kill -0 "$pid" 2>/dev/null; do
   fi
 done
 wait "$pid" || status=$?
-# fuzz_toml's scratch directory (removed at exit, but SIGINT ends libFuzzer with _Exit).
-rm -rf "${TMPDIR:-/tmp}/mlsem-fuzz-toml-$pid"
+# fuzz_toml's and fuzz_python's scratch directories (removed at exit, but SIGINT ends
+# libFuzzer with _Exit).
+rm -rf "${TMPDIR:-/tmp}/mlsem-fuzz-toml-$pid" "${TMPDIR:-/tmp}/mlsem-fuzz-python-$pid"
 echo "fuzz.sh: $target stopped after ${used:-0} CPU seconds (exit ${status:-0}); log: $log"
 grep -E '^(stat::|#[0-9]+ *DONE)|ERROR|SUMMARY' "$log" | tail -15 || true
 ls "$dir"/crash-"$target"-* 2>/dev/null && exit 1
