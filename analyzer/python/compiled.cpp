@@ -12,6 +12,9 @@ namespace {
 // `torch.compile` spelled as a call's callee or a decorator: torch.compile(model, ...),
 // @torch.compile, @torch.compile(mode="max-autotune").
 bool compile_callee(std::string_view t) { return t == "torch.compile" || t.starts_with("torch.compile("); }
+// `@torch.jit.script`: TorchScript's profiling executor fuses the function's pointwise ops
+// on the GPU (Megatron's and GPT-NeoX's `bias_gelu` are written so for that reason).
+bool script_decorator(std::string_view t) { return t == "torch.jit.script" || t.starts_with("torch.jit.script("); }
 
 // The qualified name of a function definition, as the IR names functions: the names of
 // the classes and functions around it, outermost first (Class.method, make.inner).
@@ -41,12 +44,15 @@ struct Scan {
           continue;
         std::string_view t = text_of(c, f.text);
         t.remove_prefix(t.starts_with("@") ? 1 : 0);
-        if (!compile_callee(t)) continue;
+        bool script = script_decorator(t);
+        if (!script && !compile_callee(t)) continue;
         std::string name = qualified_name(S, f, def);
+        std::string why = script ? "compiled: `" + name + "` is decorated with @torch.jit.script (line " + line_of(c) +
+                                       "): TorchScript's GPU fuser fuses these pointwise ops already"
+                                 : "compiled: `" + name + "` is decorated with @torch.compile (line " + line_of(c) +
+                                       "), which fuses these ops already";
         for (ir::Function& fn : out.functions)
-          if (fn.name == name)
-            fn.attrs["compiled"] = "compiled: `" + name + "` is decorated with @torch.compile (line " + line_of(c) +
-                                   "), which fuses these ops already";
+          if (fn.name == name) fn.attrs["compiled"] = why;
         break;
       }
     }
@@ -57,9 +63,11 @@ struct Scan {
 }  // namespace
 
 void add_compile_facts(const SourceFile& file, TSNode root, ir::Module& out) {
-  if (!contains(file.text, "torch.compile")) return;
+  bool compiles = contains(file.text, "torch.compile");
+  if (!compiles && !contains(file.text, "torch.jit.script")) return;
   Scan scan{Syntax::get(), file, out};
   scan.visit(root);
+  if (!compiles) return;
   if (scan.call_line != 0 && !out.attrs.count("file_kind")) {
     out.attrs["file_kind"] = std::string("compiled");
     out.attrs["file_kind_reason"] = "compiled: the file passes its model to torch.compile (line " +

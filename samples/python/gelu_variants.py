@@ -1,15 +1,17 @@
 """GELU computed by formula in the spellings seen in ported code, and activations that are not GELU.
 
 Models: the tanh approximation with the constant written as 0.7978845608 and the cube
-as `x * x * x`, a version as a torch.jit.script function with `torch.pow`, a two-line
+as `x * x * x`, a version with `torch.pow` (and the same as a torch.jit.script function,
+which TorchScript's GPU fuser already fuses: demoted as `compiled`), a two-line
 version with intermediate variables, the exact erf form with 1.4142135623730951, and
 near-misses: QuickGELU (x * sigmoid(1.702 x), a different function that F.gelu does
 not compute) and F.gelu itself.
 
 Expected findings:
-- ACT001 on the formula line of gelu_fast, gelu_jit, TwoLineGELU.forward and erf_gelu.
+- ACT001 on the formula line of gelu_fast, gelu_pow, TwoLineGELU.forward and erf_gelu.
 - FUS003 on QuickGELU: scale, sigmoid and multiply, three kernels on the full tensor.
-Not expected: ACT001 on QuickGELU or on F.gelu; FUS001 on QuickGELU (one tensor, no gate).
+Not expected: ACT001 on QuickGELU, on F.gelu or on gelu_jit; FUS001 on QuickGELU (one tensor,
+no gate).
 """
 
 import math
@@ -23,9 +25,13 @@ def gelu_fast(x):
     return 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))  # expect: ACT001
 
 
+def gelu_pow(x):
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * (x + 0.044715 * torch.pow(x, 3))))  # expect: ACT001
+
+
 @torch.jit.script
 def gelu_jit(x):
-    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * (x + 0.044715 * torch.pow(x, 3))))  # expect: ACT001
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * (x + 0.044715 * torch.pow(x, 3))))  # ok: ACT001
 
 
 class TwoLineGELU(nn.Module):
