@@ -5,6 +5,8 @@
 //   lower*.cpp        AST to kernel IR (lowering.h), with the index analysis in lower_expr.cpp
 //   kernel_facts.cpp  whole-kernel facts
 //   context.cpp       context facts: variants kept for comparison, small fixed-size launches
+//   host_graph.cpp,   kernels launched a fixed number of times per run (from main, outside
+//   run_once.cpp      any loop), from the file's call graph
 // This file drives them: one Clang parse per file, then the AST consumer below.
 #include "cuda/frontend.h"
 
@@ -229,6 +231,8 @@ class Lowering : public clang::SemaConsumer {
     }
     mark_variants(module_, callees);
     mark_small_launches(module_);
+    mark_run_once(module_, read_host_graph(ctx, pos_), callees,
+                  std::filesystem::path(module_.path).filename().string());
     apply_launch_shapes(module_);
   }
 

@@ -4,6 +4,7 @@
 //                    memory accesses, accumulations, device calls
 //   lower_host.cpp   host side: launches, GEMM calls, host synchronisation
 //   kernel_facts.cpp whole-kernel facts computed after the walk
+//   host_graph.cpp   the file's call graph: calls and launches, in loops or not
 // One FunctionLowering lowers one function; device functions first, so that their
 // summaries (KernelSummary) inform the host functions that launch them.
 #pragma once
@@ -28,6 +29,7 @@
 
 #include "core/source.h"
 #include "cuda/index.h"
+#include "cuda/run_once.h"
 #include "ir/ir.h"
 
 namespace mlsem::cuda::detail {
@@ -440,5 +442,9 @@ class FunctionLowering {
 // warp-reduce helper uses shuffles too (kernel_facts.cpp).
 void propagate_shuffle(ir::Module& module, const std::map<std::string, std::set<std::string>>& callees,
                        const std::map<std::string, size_t>& index);
+
+// What every function written in the main file calls and launches, for the run-once
+// context (host_graph.cpp, run_once.h).
+HostGraph read_host_graph(const clang::ASTContext& ctx, const Positions& pos);
 
 }  // namespace mlsem::cuda::detail

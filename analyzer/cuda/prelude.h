@@ -109,6 +109,9 @@ typedef struct CUevent_st* cudaEvent_t;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                       cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
 enum { cudaSuccess = 0 };
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
 extern "C" {
 unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem = 0, cudaStream_t stream = 0);
 int cudaConfigureCall(dim3 grid, dim3 block, size_t shmem = 0, cudaStream_t stream = 0);
@@ -133,6 +136,13 @@ __host__ cudaError_t cudaGetLastError();
 __host__ cudaError_t cudaPeekAtLastError();
 __host__ const char* cudaGetErrorString(cudaError_t e);
 __host__ cudaError_t cudaLaunchKernel(const void* f, dim3 grid, dim3 block, void** args, size_t shmem = 0, cudaStream_t s = 0);
+__host__ cudaError_t cudaLaunchCooperativeKernel(const void* f, dim3 grid, dim3 block, void** args, size_t shmem = 0,
+                                                 cudaStream_t s = 0);
+__host__ cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+__host__ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph);
+__host__ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+__host__ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+__host__ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* f, int block, size_t shmem);
 __host__ __device__ int printf(const char*, ...);
 __host__ void exit(int);
 __host__ void* malloc(size_t);

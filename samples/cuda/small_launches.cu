@@ -5,7 +5,8 @@
 // launch, so its strided or scalar accesses cost microseconds: the findings are demoted
 // (`context: cold`, hidden by default). A divergent barrier is a bug at any size, and is
 // still reported. The same add launched over a runtime count, or over a local that
-// command-line parsing overwrites, or beside a buffer of unknown size, is reported.
+// command-line parsing overwrites, or beside a buffer of unknown size, is reported. main
+// launches them every step of a loop, so the run-once context (run_once.cu) does not apply.
 //
 // Expected: CU002 in add_runtime, add_overwritten and add_with_input; CU010 in
 // merge_partials_guarded.
@@ -79,14 +80,12 @@ int main(int argc, char** argv) {
   cudaMalloc((void**)&d_c, bytes);
   int threads = 256;
   int blocks = (elements + threads - 1) / threads;
-  add_small<<<blocks, threads>>>(d_a, d_b, d_c, elements);
 
   int n = argc > 1 ? atoi(argv[1]) : 1 << 20;
   float *d_x, *d_y, *d_z;
   cudaMalloc((void**)&d_x, n * sizeof(float));
   cudaMalloc((void**)&d_y, n * sizeof(float));
   cudaMalloc((void**)&d_z, n * sizeof(float));
-  add_runtime<<<(n + 255) / 256, 256>>>(d_x, d_y, d_z, n);
 
   int count = 1024;
   if (argc > 2) count = atoi(argv[2]);
@@ -94,9 +93,15 @@ int main(int argc, char** argv) {
   cudaMalloc((void**)&d_p, count * sizeof(float));
   cudaMalloc((void**)&d_q, count * sizeof(float));
   cudaMalloc((void**)&d_r, count * sizeof(float));
-  add_overwritten<<<(count + 255) / 256, 256>>>(d_p, d_q, d_r, count);
 
   float* d_input = (float*)argv[0];  // a buffer this file does not allocate
-  add_with_input<<<blocks, threads>>>(d_a, d_input, d_c, elements);
+  // Every step launches them all: only the size of their data can make them cold.
+  int steps = argc > 3 ? atoi(argv[3]) : 100;
+  for (int step = 0; step < steps; ++step) {
+    add_small<<<blocks, threads>>>(d_a, d_b, d_c, elements);
+    add_runtime<<<(n + 255) / 256, 256>>>(d_x, d_y, d_z, n);
+    add_overwritten<<<(count + 255) / 256, 256>>>(d_p, d_q, d_r, count);
+    add_with_input<<<blocks, threads>>>(d_a, d_input, d_c, elements);
+  }
   return 0;
 }
