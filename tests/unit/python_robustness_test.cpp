@@ -116,6 +116,50 @@ TEST(PythonRobustness, BinaryGarbageGivesDiagnosticsNotCrashes) {
   EXPECT_LE(m.diagnostics.size(), 51u) << "syntax errors are capped";
 }
 
+// Found by fuzz_python (tests/fuzz/python/ddp-step-in-for-else*): under DDP, an
+// optimizer step in the `else` of a `for` or `try` inside the training loop read the
+// condition of the else's owner, which a `for` or `try` does not have (a null node).
+TEST(PythonRobustness, AStepInTheElseOfAForOrTryUnderDdpIsNoCrash) {
+  ir::Module m = build(R"(import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_accumulating(model, loader, optimizer, accum):
+    model = DDP(model)
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+
+
+def train_for_else(model, loader, optimizer, accum):
+    model = DDP(model)
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        for group in optimizer.param_groups:
+            pass
+        else:
+            optimizer.step()
+
+
+def train_try_else(model, loader, optimizer):
+    model = DDP(model)
+    for x in loader:
+        model(x).sum().backward()
+        try:
+            pass
+        except RuntimeError:
+            pass
+        else:
+            optimizer.step()
+)");
+  SCOPED_TRACE(ir::to_text(m));
+  for (const char* fn : {"train_accumulating", "train_for_else", "train_try_else"}) ASSERT_NE(function(m, fn), nullptr) << fn;
+  EXPECT_EQ(nodes_with_op(*function(m, "train_accumulating"), "ddp_accumulation").size(), 1u);
+  EXPECT_TRUE(nodes_with_op(*function(m, "train_for_else"), "ddp_accumulation").empty());
+  EXPECT_TRUE(nodes_with_op(*function(m, "train_try_else"), "ddp_accumulation").empty());
+}
+
 TEST(PythonRobustness, ConcurrentBuildsAgree) {
   const std::string src = "import torch\ndef f(q, k):\n    return torch.softmax(q @ k.T, dim=-1)\n";
   std::string expected = ir::to_text(build(src));
