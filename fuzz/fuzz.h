@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -26,6 +28,23 @@ int lsp(const uint8_t* data, size_t size);     // framed messages -> the server,
 const Engine& engine();
 // The source tree the entry points were built from.
 const char* source_dir();
+
+// A scratch directory, removed by its owner's destructor at exit: hold it in a function's
+// static. (An atexit handler registered while the static was being built ran after the
+// static was destroyed and removed nothing.)
+struct Scratch {
+  std::filesystem::path root;
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+  }
+};
+
+// Writes `text` to `file`, replacing it.
+inline void write(const std::filesystem::path& file, std::string_view text) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), std::streamsize(text.size()));
+}
 
 // Takes values off the front of the fuzz input; past the end everything is zero/empty.
 class Bytes {

@@ -19,15 +19,6 @@ namespace fs = std::filesystem;
 namespace mlsem::fuzz {
 namespace {
 
-// The scratch directory, removed by its owner's destructor at exit (as fuzz_toml's).
-struct Scratch {
-  fs::path root;
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-};
-
 // The project directory, emptied for each input: its name, not the process's, is what
 // the pass's messages quote.
 fs::path project_dir() {
@@ -36,11 +27,6 @@ fs::path project_dir() {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-void write(const fs::path& file, std::string_view text) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), std::streamsize(text.size()));
 }
 
 DriverOptions fuzz_options() {

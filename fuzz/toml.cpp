@@ -17,17 +17,6 @@ namespace fs = std::filesystem;
 namespace mlsem::fuzz {
 namespace {
 
-// The scratch directory, removed by its owner's destructor at exit. (An atexit handler
-// registered while the static was being built ran after the static was destroyed and
-// removed nothing: every run left its directory behind.)
-struct Scratch {
-  fs::path root;
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-};
-
 const fs::path& scratch() {
   static const Scratch owner{[] {
     fs::path base = fs::temp_directory_path() / ("mlsem-fuzz-toml-" + std::to_string(getpid()));
@@ -49,11 +38,6 @@ const fs::path& scratch() {
     return base;
   }()};
   return owner.root;
-}
-
-void write(const fs::path& file, std::string_view text) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), std::streamsize(text.size()));
 }
 
 void load_data(const fs::path& data_dir, const fs::path& file) {

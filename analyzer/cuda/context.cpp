@@ -13,11 +13,20 @@
 #include <cctype>
 
 namespace mlsem::cuda {
-namespace {
-
 std::string simple_name(const std::string& qualified) {
   size_t colon = qualified.rfind("::");
   return colon == std::string::npos ? qualified : qualified.substr(colon + 2);
+}
+
+namespace {
+
+// Who calls each device function, by simple names.
+std::map<std::string, std::set<std::string>> device_callers(
+    const std::map<std::string, std::set<std::string>>& device_callees) {
+  std::map<std::string, std::set<std::string>> callers;
+  for (const auto& [fn, called] : device_callees)
+    for (const auto& c : called) callers[simple_name(c)].insert(simple_name(fn));
+  return callers;
 }
 
 // A launch written in the function itself, not a wrapper's call standing for the launches
@@ -57,7 +66,7 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
 
   // Who launches or calls each function: host functions by their launches, device
   // functions by their calls.
-  std::map<std::string, std::set<std::string>> callers;
+  std::map<std::string, std::set<std::string>> callers = device_callers(device_callees);
   for (const ir::Function& fn : module.functions) {
     std::string caller = simple_name(fn.name);
     for (const ir::Node& n : fn.nodes)
@@ -65,8 +74,6 @@ void mark_variants(ir::Module& module, const std::map<std::string, std::set<std:
         if (const auto* k = n.attr("kernel"); k && std::holds_alternative<std::string>(*k))
           callers[simple_name(std::get<std::string>(*k))].insert(caller);
   }
-  for (const auto& [fn, called] : device_callees)
-    for (const auto& c : called) callers[simple_name(c)].insert(simple_name(fn));
 
   std::map<std::string, std::string> variant;  // simple name -> reason
   for (const auto& [stem, members] : families) {
@@ -259,6 +266,28 @@ void apply_launch_shapes(ir::Module& module) {
                             (std::get<int64_t>(*ty) == 1 || std::get<int64_t>(*ty) == -1 || std::get<int64_t>(*ty) == 0);
       u->second = bool(ty && !y_unit_or_zero);
       n.attrs["block_x_one"] = true;
+    }
+  }
+}
+
+void mark_cold_callees(ir::Module& module, const std::map<std::string, std::set<std::string>>& device_callees) {
+  std::map<std::string, std::set<std::string>> callers = device_callers(device_callees);
+  std::map<std::string, ir::Function*> by_name;
+  for (ir::Function& fn : module.functions) by_name[simple_name(fn.name)] = &fn;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (ir::Function& fn : module.functions) {
+      if (!attr_true(fn, "device") || attr_true(fn, "global") || fn.attrs.count("cold")) continue;
+      auto it = callers.find(simple_name(fn.name));
+      if (it == callers.end() || it->second.empty()) continue;
+      bool all = std::all_of(it->second.begin(), it->second.end(), [&](const std::string& c) {
+        auto f = by_name.find(c);
+        return f != by_name.end() && f->second->attrs.count("cold") > 0;
+      });
+      if (!all) continue;
+      fn.attrs["cold"] = "called only from " + join(it->second, ", ") +
+                         ", launched a fixed number of times per run or over small data (cold)";
+      changed = true;
     }
   }
 }

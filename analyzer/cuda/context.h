@@ -18,6 +18,16 @@ struct NumberedName {
 };
 std::optional<NumberedName> numbered_name(const std::string& name);
 
+// "ns::Class::name" -> "name": kernels are launched, and device functions called, by
+// their simple name.
+std::string simple_name(const std::string& qualified);
+
+// Whether a function's boolean attribute (`global`, `device`) is set.
+inline bool attr_true(const ir::Function& fn, const char* key) {
+  auto it = fn.attrs.find(key);
+  return it != fn.attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
 // Sets Function::attrs["comparison"] (why) on functions kept for comparison: all but the
 // latest of a family of numbered versions (kernel1..kernel6, reduce0..reduce6, counting
 // from 0 or 1) unless a caller launches that one alone, functions named naive or baseline,
@@ -36,5 +46,10 @@ void mark_small_launches(ir::Module& module);
 // blockDim.x == 1 has warps along threadIdx.y, so its accesses' `uncoalesced` is judged
 // by their threadIdx.y stride (Function::attrs["block_x_one"]).
 void apply_launch_shapes(ir::Module& module);
+
+// Device functions (not kernels) called only from cold functions, transitively, get
+// Function::attrs["cold"] too, after every cold marker has run (small launches, run-once
+// launches: run_once.h). `device_callees`: each device function's callees by name.
+void mark_cold_callees(ir::Module& module, const std::map<std::string, std::set<std::string>>& device_callees);
 
 }  // namespace mlsem::cuda

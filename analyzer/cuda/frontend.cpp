@@ -231,8 +231,8 @@ class Lowering : public clang::SemaConsumer {
     }
     mark_variants(module_, callees);
     mark_small_launches(module_);
-    mark_run_once(module_, read_host_graph(ctx, pos_), callees,
-                  std::filesystem::path(module_.path).filename().string());
+    mark_run_once(module_, read_host_graph(ctx, pos_), std::filesystem::path(module_.path).filename().string());
+    mark_cold_callees(module_, callees);
     apply_launch_shapes(module_);
   }
 

@@ -10,20 +10,10 @@
 #include <algorithm>
 #include <optional>
 
-#include "core/text.h"
+#include "cuda/context.h"
 
 namespace mlsem::cuda {
 namespace {
-
-std::string simple_name(const std::string& qualified) {
-  size_t colon = qualified.rfind("::");
-  return colon == std::string::npos ? qualified : qualified.substr(colon + 2);
-}
-
-bool flag(const ir::Function& fn, const char* key) {
-  auto it = fn.attrs.find(key);
-  return it != fn.attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
-}
 
 // How a function is reached from main when every path to it runs a fixed number of times.
 struct Reach {
@@ -56,27 +46,28 @@ class RunOnce {
     return out;
   }
 
-  // The launches of a kernel (by simple name) and where each is reached from main, when
-  // every one of them runs a fixed number of times; nullopt otherwise.
-  std::optional<std::vector<std::pair<const HostGraph::Site*, Reach>>> launches(const std::string& kernel) {
+  // Where the first launch of a kernel (by simple name) is reached from main, and how many
+  // times per run its launches run in all, when every one of them runs a fixed number of
+  // times; nullopt otherwise.
+  struct Launches {
+    Reach first;
+    int64_t runs = 0;
+  };
+  std::optional<Launches> launches(const std::string& kernel) {
     if (g_.escaped.count(kernel)) return std::nullopt;
     auto it = callers_.find(kernel);
-    if (it == callers_.end()) return std::nullopt;
-    std::vector<std::pair<const HostGraph::Site*, Reach>> out;
-    runs_ = 0;
+    if (it == callers_.end() || it->second.empty()) return std::nullopt;
+    std::optional<Launches> out;
     for (const auto& [caller, site] : it->second) {
       if (!site->launch || site->in_loop) return std::nullopt;
       auto r = once(caller);
       if (!r) return std::nullopt;
       if (r->depth == 0) r->main_line = site->line;  // launched in main itself
-      out.emplace_back(site, *r);
-      runs_ = std::min(kManyRuns, runs_ + r->runs);
+      if (!out) out = Launches{*r, 0};
+      out->runs = std::min(kManyRuns, out->runs + r->runs);
     }
-    if (out.empty()) return std::nullopt;
     return out;
   }
-  int64_t last_runs() const { return runs_; }  // the launches' runs, after launches()
-
 
   // Every CUDA graph the file launches is launched a fixed number of times.
   bool graphs_once() {
@@ -110,13 +101,11 @@ class RunOnce {
   std::map<std::string, std::vector<std::pair<std::string, const HostGraph::Site*>>> callers_;
   std::map<std::string, std::optional<Reach>> memo_;
   std::set<std::string> visiting_;
-  int64_t runs_ = 0;
 };
 
 }  // namespace
 
-void mark_run_once(ir::Module& module, const HostGraph& graph,
-                   const std::map<std::string, std::set<std::string>>& device_callees, const std::string& file) {
+void mark_run_once(ir::Module& module, const HostGraph& graph, const std::string& file) {
   if (graph.main.empty()) return;
   RunOnce reach(graph);
   // A graph launched in a loop replays the launches captured into it, wherever they are
@@ -127,40 +116,17 @@ void mark_run_once(ir::Module& module, const HostGraph& graph,
     return it != graph.names.end() ? it->second : key;
   };
   for (ir::Function& fn : module.functions) {
-    if (!flag(fn, "global") || fn.attrs.count("cold")) continue;
-    std::string kernel = simple_name(fn.name);
-    auto sites = reach.launches(kernel);
-    if (!sites) continue;
-    const Reach& r = sites->front().second;
+    if (!attr_true(fn, "global") || fn.attrs.count("cold")) continue;
+    auto launched = reach.launches(simple_name(fn.name));
+    if (!launched) continue;
+    const Reach& r = launched->first;
     std::string where = "from main at " + (file.empty() ? "line " : file + ":") + std::to_string(r.main_line);
     if (!r.through.empty()) where += " (through " + name_of(r.through) + ")";
-    int64_t runs = reach.last_runs();
-    std::string why = runs == 1 ? "launched once per run, " + where + ", outside any loop"
-                                : "launched at most " + std::to_string(runs) + " times per run, each reached from "
-                                  "main outside any loop (the first " + where + ")";
+    std::string why = launched->runs == 1 ? "launched once per run, " + where + ", outside any loop"
+                                          : "launched at most " + std::to_string(launched->runs) +
+                                                " times per run, each reached from main outside any loop (the first " +
+                                                where + ")";
     fn.attrs["cold"] = why + ": what its accesses cost is paid once per program run, not per step";
-  }
-  // Device functions called only from cold kernels (or from such functions).
-  std::map<std::string, std::set<std::string>> callers;
-  for (const auto& [fn, called] : device_callees)
-    for (const auto& c : called) callers[simple_name(c)].insert(simple_name(fn));
-  std::map<std::string, ir::Function*> by_name;
-  for (ir::Function& fn : module.functions) by_name[simple_name(fn.name)] = &fn;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (ir::Function& fn : module.functions) {
-      if (!flag(fn, "device") || flag(fn, "global") || fn.attrs.count("cold")) continue;
-      auto it = callers.find(simple_name(fn.name));
-      if (it == callers.end() || it->second.empty()) continue;
-      bool all = std::all_of(it->second.begin(), it->second.end(), [&](const std::string& c) {
-        auto f = by_name.find(c);
-        return f != by_name.end() && f->second->attrs.count("cold") > 0;
-      });
-      if (!all) continue;
-      fn.attrs["cold"] = "called only from " + join(it->second, ", ") +
-                         ", launched a fixed number of times per run or over small data (cold)";
-      changed = true;
-    }
   }
 }
 

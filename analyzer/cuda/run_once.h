@@ -53,10 +53,9 @@ inline constexpr int kMaxCallDepth = 8;
 // (a library entry point), through a function pointer, from a loop or from a call cycle,
 // is not marked, nor is one launched by a function handed the buffers it launches on
 // (HostGraph::entries); none is when the file launches a CUDA graph that is not itself run once
-// (captured launches replay). Then device functions called only from cold kernels
-// (`device_callees`: each device function's callees by name) are marked cold too. A
-// function already marked keeps its reason. `file`: the file's name for the evidence.
-void mark_run_once(ir::Module& module, const HostGraph& graph,
-                   const std::map<std::string, std::set<std::string>>& device_callees, const std::string& file);
+// (captured launches replay). A function already marked keeps its reason; the device
+// functions only cold kernels call are marked afterwards (context.h, mark_cold_callees).
+// `file`: the file's name for the evidence.
+void mark_run_once(ir::Module& module, const HostGraph& graph, const std::string& file);
 
 }  // namespace mlsem::cuda

@@ -601,9 +601,8 @@ void annotate_ddp_accumulation(const FileFacts& c) {
       TSSymbol k = ts_node_symbol(p);
       if (k == S.function_definition) break;
       if (k == S.else_clause) {
-        // (The else of a `for` or `try` has no condition.)
-        TSNode owner = ts_node_parent(p), condition = ts_node_is_null(owner) ? TSNode{} : field(owner, S.f_condition);
-        if (!ts_node_is_null(condition) && contains(text_of(condition, file.text), "%")) return TSNode{};
+        TSNode owner = ts_node_parent(p);  // (the else of a `for` or `try` has no condition: text_of gives "")
+        if (!ts_node_is_null(owner) && contains(text_of(field(owner, S.f_condition), file.text), "%")) return TSNode{};
         continue;
       }
       if (k != S.if_statement && k != S.elif_clause) continue;

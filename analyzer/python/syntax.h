@@ -46,7 +46,10 @@ struct Syntax {
   std::vector<std::string_view> unresolved;
 };
 
+// The source text of `n`; empty for a null node (a field the node does not have: the
+// `else` of a `for` or `try` has no condition).
 inline std::string_view text_of(TSNode n, std::string_view src) {
+  if (ts_node_is_null(n)) return {};
   uint32_t b = ts_node_start_byte(n), e = ts_node_end_byte(n);
   if (b > src.size()) return {};
   return src.substr(b, std::min<size_t>(e, src.size()) - b);

@@ -7,21 +7,13 @@
 
 #include "cuda/context.h"
 #include "cuda/frontend.h"
+#include "cuda_test_helpers.h"
 
 namespace mlsem::cuda {
 namespace {
 
-ir::Module parse(const std::string& text) {
-  CudaOptions o;
-  o.cuda_path = "none";
-  return build_ir(SourceFile{"test.cu", text}, o);
-}
-
-const ir::Function* function(const ir::Module& m, const std::string& name) {
-  for (const auto& f : m.functions)
-    if (f.name == name) return &f;
-  return nullptr;
-}
+using cuda_test::function;
+using cuda_test::parse;
 
 std::string fn_str(const ir::Function& f, const std::string& key) {
   auto it = f.attrs.find(key);

@@ -4,23 +4,16 @@
 // the file's call graph alone, and on small programs parsed in prelude mode.
 #include <gtest/gtest.h>
 
+#include "cuda/context.h"
 #include "cuda/frontend.h"
+#include "cuda_test_helpers.h"
 #include "cuda/run_once.h"
 
 namespace mlsem::cuda {
 namespace {
 
-ir::Module parse(const std::string& text) {
-  CudaOptions o;
-  o.cuda_path = "none";
-  return build_ir(SourceFile{"test.cu", text}, o);
-}
-
-const ir::Function* function(const ir::Module& m, const std::string& name) {
-  for (const auto& f : m.functions)
-    if (f.name == name) return &f;
-  return nullptr;
-}
+using cuda_test::function;
+using cuda_test::parse;
 
 std::string cold(const ir::Module& m, const std::string& name) {
   const ir::Function* f = function(m, name);
@@ -62,7 +55,7 @@ TEST(CudaRunOnceGraph, AKernelIsColdOnlyWhenEveryLaunchIsReachedFromMainOutsideL
   g.sites["step"] = {launch("in_step", false, 30), launch("both", false, 31)};
   g.sites["lib"] = {launch("from_lib", false, 40)};  // nothing calls lib: an entry point
   auto m = kernels({"direct", "via_demo", "in_step", "both", "from_lib", "never"});
-  mark_run_once(m, g, {}, "f.cu");
+  mark_run_once(m, g, "f.cu");
   EXPECT_EQ(cold(m, "direct"), "launched once per run, from main at f.cu:10, outside any loop: what its accesses "
                                "cost is paid once per program run, not per step");
   // demo runs once from main and twice through twice: 3 times.
@@ -77,7 +70,7 @@ TEST(CudaRunOnceGraph, CyclesDepthEscapesEntriesAndGraphsKeepKernelsHot) {
   auto run = [](HostGraph g) {
     g.main = "main";
     auto m = kernels({"k"});
-    mark_run_once(m, g, {}, "f.cu");
+    mark_run_once(m, g, "f.cu");
     return cold(m, "k");
   };
   HostGraph base;
@@ -132,11 +125,11 @@ TEST(CudaRunOnceGraph, NothingIsMarkedWithoutMainAndAReasonGivenEarlierIsKept) {
   HostGraph g;
   g.sites["run"] = {launch("k")};
   auto m = kernels({"k"});
-  mark_run_once(m, g, {}, "f.cu");
+  mark_run_once(m, g, "f.cu");
   EXPECT_EQ(cold(m, "k"), "");
   g.main = "run";
   m.functions[0].attrs["cold"] = std::string("small");
-  mark_run_once(m, g, {}, "f.cu");
+  mark_run_once(m, g, "f.cu");
   EXPECT_EQ(cold(m, "k"), "small");
 }
 
@@ -154,12 +147,32 @@ TEST(CudaRunOnceGraph, DeviceHelpersCalledOnlyFromColdKernelsAreCold) {
   }
   std::map<std::string, std::set<std::string>> callees = {
       {"once", {"only_once", "shared"}}, {"hot", {"shared"}}, {"only_once", {"nested"}}};
-  mark_run_once(m, g, callees, "f.cu");
+  mark_run_once(m, g, "f.cu");
+  mark_cold_callees(m, callees);
   EXPECT_NE(cold(m, "once"), "");
   EXPECT_EQ(cold(m, "hot"), "");
   EXPECT_NE(cold(m, "only_once").find("called only from once"), std::string::npos) << cold(m, "only_once");
   EXPECT_NE(cold(m, "nested").find("called only from only_once"), std::string::npos) << cold(m, "nested");
   EXPECT_EQ(cold(m, "shared"), "");
+}
+
+// The helpers of a kernel cold for another reason (a small launch) are cold too, in a
+// file with no main as well.
+TEST(CudaRunOnceGraph, DeviceHelpersOfASmallLaunchKernelAreColdWithoutMain) {
+  auto m = kernels({"small", "big"});
+  m.functions[0].attrs["cold"] = std::string("every launch of small in this file reads and writes only small buffers");
+  for (const char* helper : {"small_only", "both"}) {
+    ir::Function f;
+    f.name = helper;
+    f.attrs["device"] = true;
+    f.attrs["global"] = false;
+    m.functions.push_back(std::move(f));
+  }
+  mark_run_once(m, HostGraph{}, "f.cu");  // no main: nothing run once
+  mark_cold_callees(m, {{"small", {"small_only", "both"}}, {"big", {"both"}}});
+  EXPECT_NE(cold(m, "small_only").find("called only from small"), std::string::npos) << cold(m, "small_only");
+  EXPECT_EQ(cold(m, "both"), "");
+  EXPECT_EQ(cold(m, "big"), "");
 }
 
 // ---------------------------------------------------------------------------

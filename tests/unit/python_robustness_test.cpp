@@ -116,9 +116,10 @@ TEST(PythonRobustness, BinaryGarbageGivesDiagnosticsNotCrashes) {
   EXPECT_LE(m.diagnostics.size(), 51u) << "syntax errors are capped";
 }
 
-// Found by fuzz_python (tests/fuzz/python/ddp-step-in-for-else*): under DDP, an
+// Found by fuzz_python (tests/fuzz/python/ddp-step-in-for-else-crash.py): under DDP, an
 // optimizer step in the `else` of a `for` or `try` inside the training loop read the
-// condition of the else's owner, which a `for` or `try` does not have (a null node).
+// condition of the else's owner, which a `for` or `try` does not have (a null node, whose
+// text_of now is empty).
 TEST(PythonRobustness, AStepInTheElseOfAForOrTryUnderDdpIsNoCrash) {
   ir::Module m = build(R"(import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
