@@ -305,12 +305,21 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
     keep_source(results[i], texts[i], notebooks[i], sources);
     merge(results[i], report);
   }
-  // Code nothing else in its project names (driver/references.h); demoted findings the
-  // run does not show go.
-  if (!options.keep_contexts.count("unused") && !options.keep_contexts.count("all")) {
-    if (driver::demote_unreferenced(report.findings) > 0 && !options.show_demoted)
+  // Code nothing else in its project names, and fusions a project that compiles its model
+  // gets from torch.compile (driver/references.h); demoted findings the run does not show go.
+  auto kept = [&](const char* kind) { return options.keep_contexts.count(kind) || options.keep_contexts.count("all"); };
+  driver::ProjectPass pass;
+  pass.unused = !kept("unused");
+  if (!kept("compiled"))
+    for (const Rule& rule : engine.rules())
+      if (std::find(rule.demote_in.begin(), rule.demote_in.end(), "compiled") != rule.demote_in.end())
+        pass.compiled_rules.insert(rule.id);
+  if (pass.unused || !pass.compiled_rules.empty()) {
+    driver::Demoted demoted = driver::demote_by_project(report.findings, pass);
+    if (demoted.unused + demoted.compiled > 0 && !options.show_demoted)
       std::erase_if(report.findings, [&](const Finding& f) {
-        return f.context_kind == "unused" && f.confidence < min_confidence_for(f.path, options);
+        return (f.context_kind == "unused" || f.context_kind == "compiled") && !f.context.empty() &&
+               f.confidence < min_confidence_for(f.path, options);
       });
   }
   sort_report(report);

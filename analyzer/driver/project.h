@@ -256,6 +256,25 @@ inline bool imported(const Imports& imports, const std::string& file) {
   return it != imports.end() && (it->second.several || it->second.first != file);
 }
 
+// Whether `expr`, an argument of torch.compile or a receiver of `.compile(`, names a model
+// or a part of one (`model`, `self.model`, `block`, `m`, `model_ae.encoder`) rather than a
+// loss, an optimizer step, a mask builder or an attention function (driver/compile_sites.cpp).
+bool names_a_model(std::string_view expr);
+
+// The lines (0-based) of Python source `text` that hand a model, or a part of one, to
+// torch.compile: `torch.compile(model, ...)`, `block.compile(backend=...)`
+// (nn.Module.compile), each with its code. Comments, docstrings, decorators and
+// `torch.compile(mode=...)` factories are not such lines: a decorator compiles one
+// function (python/compiled.h).
+std::vector<std::pair<size_t, std::string>> compile_sites(std::string_view text);
+
+// Where a project compiles its model (compile_sites), the first one found.
+struct CompileSite {
+  std::string file;  // as walked
+  size_t line = 0;   // 1-based
+  std::string code;
+};
+
 struct Project {
   std::map<std::string, Names> names;          // candidates, by canonical file
   std::map<std::string, std::string> texts;    // canonical path -> a candidate file's text, read once
@@ -264,6 +283,7 @@ struct Project {
   Graph graph;
   std::vector<char> used;                      // by graph id, once computed
   std::map<std::pair<uint32_t, uint32_t>, std::string> off;  // (user, name) mentions switched off, and why
+  std::optional<CompileSite> compiles;         // where the project compiles its model, outside its tests
 };
 
 // Calls `visit(path, text, python)` for every Python and configuration file of the

@@ -10,6 +10,7 @@
 
 #include "driver/project.h"
 #include "engine/engine.h"
+#include "python/context.h"
 
 namespace mlsem::driver {
 namespace {
@@ -75,6 +76,38 @@ bool looks_up_names(std::string_view text) {
   return false;
 }
 
+// Whether `file`, under `root`, is in a directory of examples, samples, tutorials,
+// documentation or benchmarks: a script there compiles the model it builds for the
+// demonstration, not the project's.
+// `file`'s path under `root` (a walked path, or a canonical one), or empty.
+fs::path under(const fs::path& root, const std::string& file) {
+  auto inside = [](const fs::path& rel) { return !rel.empty() && rel.begin()->string() != ".."; };
+  fs::path rel = fs::path(file).lexically_relative(root);
+  if (!inside(rel)) rel = fs::path(file).lexically_relative(canonical(root.string()));
+  return inside(rel) ? rel : fs::path();
+}
+
+bool demonstration(const fs::path& root, const std::string& file) {
+  fs::path rel = under(root, file);
+  for (const fs::path& part : rel.parent_path()) {
+    std::string d = lower_ascii(part.string());
+    for (const char* demo : {"example", "sample", "tutorial", "doc", "benchmark", "notebook", "demo"})
+      if (d == demo || d == std::string(demo) + "s") return true;
+  }
+  return false;
+}
+
+// Records in `project.compiles` where `file` (outside the project's tests and
+// demonstrations) hands a model to torch.compile, keeping the first by path and line so
+// that the walk's order does not matter.
+void note_compiles(const fs::path& root, const std::string& file, std::string_view text, Project& project) {
+  if (python::file_kind(file) || demonstration(root, file)) return;
+  std::vector<std::pair<size_t, std::string>> sites = compile_sites(text);
+  if (sites.empty()) return;
+  if (project.compiles && project.compiles->file < file) return;
+  project.compiles = CompileSite{file, sites.front().first + 1, sites.front().second};
+}
+
 // Which top-level definitions of the project something it runs reaches, into
 // `project.used`: a name is used when module-level code, a decorated definition, a
 // configuration file or a script (a module nothing imports) names it, or the definition
@@ -87,6 +120,7 @@ bool reach(const fs::path& root, Project& project) {
   std::map<std::string, std::pair<std::vector<Definition>, Names>> facts;
   bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
     if (!python) return;
+    note_compiles(root, file, text, project);
     auto& [defs, imports] = facts[file];
     imports = import_words(text);
     scan_imports(imports, file, project.imports);
@@ -116,15 +150,21 @@ bool reach(const fs::path& root, Project& project) {
 
 }  // namespace
 
-size_t demote_unreferenced(std::vector<Finding>& findings) {
-  // Candidates: findings in a .py file of a marked project, not demoted, inside a named
-  // top-level function or class; grouped by project.
-  std::map<std::string, Names> by_file;  // path -> top-level names
+Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pass) {
+  // Candidates: findings in a .py file of a marked project, not demoted; for `unused`, inside a
+  // named top-level function or class; for `compiled`, of a rule that torch.compile demotes.
+  std::map<std::string, Names> by_file;  // path -> top-level names (empty: a compile candidate only)
+  auto compile_candidate = [&](const Finding& f) {
+    return f.context.empty() && f.path.ends_with(".py") && pass.compiled_rules.count(f.rule);
+  };
   for (const Finding& f : findings) {
-    if (!f.context.empty() || f.function.empty() || f.function == "<module>" || !f.path.ends_with(".py")) continue;
+    if (compile_candidate(f)) by_file[f.path];
+    if (!pass.unused || !f.context.empty() || f.function.empty() || f.function == "<module>" || !f.path.ends_with(".py"))
+      continue;
     by_file[f.path].insert(f.function.substr(0, f.function.find('.')));
   }
   std::map<fs::path, Project> projects;
+  std::map<std::string, fs::path> root_of;  // path -> its project's root
   std::map<std::pair<std::string, std::string>, std::pair<fs::path, std::string>> home;  // -> root, canonical
   for (auto& [path, own] : by_file) {
     std::error_code ec;
@@ -132,9 +172,11 @@ size_t demote_unreferenced(std::vector<Finding>& findings) {
     if (ec) continue;
     std::optional<fs::path> root = marked_root(absolute.parent_path());
     if (!root) continue;
+    Project& project = projects[*root];
+    root_of[path] = *root;
+    if (own.empty()) continue;
     std::optional<std::string> text = read_all(path);
     if (!text) continue;
-    Project& project = projects[*root];
     std::string c = canonical(path);
     project.file_names.insert(absolute.filename().string());
     for (const Definition& d : top_definitions(*text))
@@ -146,11 +188,17 @@ size_t demote_unreferenced(std::vector<Finding>& findings) {
   }
   std::set<fs::path> read;
   for (auto& [root, project] : projects) {
-    if (project.names.empty()) continue;
-    if (reach(root, project)) read.insert(root);
+    if (!project.names.empty()) {
+      if (reach(root, project)) read.insert(root);
+    } else {  // only compile candidates: where the project compiles its model is all it needs
+      bool whole = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
+        if (python) note_compiles(root, file, text, project);
+      });
+      if (whole) read.insert(root);
+    }
     project.texts = {};
   }
-  size_t demoted = 0;
+  Demoted demoted;
   for (Finding& f : findings) {
     if (!f.context.empty() || f.function.empty()) continue;
     std::string name = f.function.substr(0, f.function.find('.'));
@@ -188,7 +236,21 @@ size_t demote_unreferenced(std::vector<Finding>& findings) {
       }
     }
     demote(f, "unused", why + switched);
-    ++demoted;
+    ++demoted.unused;
+  }
+  for (Finding& f : findings) {
+    if (!compile_candidate(f)) continue;
+    auto r = root_of.find(f.path);
+    if (r == root_of.end() || !read.count(r->second)) continue;
+    const std::optional<CompileSite>& site = projects[r->second].compiles;
+    if (!site) continue;
+    fs::path where = under(r->second, site->file);
+    if (where.empty()) where = fs::path(site->file).filename();
+    demote(f, "compiled",
+           "compiled: the project hands its model to torch.compile (" + where.generic_string() + ":" +
+               std::to_string(site->line) + ": `" + site->code +
+               "`), which fuses these ops; where that is a switch, turning it on is the fix");
+    ++demoted.compiled;
   }
   return demoted;
 }

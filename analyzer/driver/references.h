@@ -1,6 +1,7 @@
 // Across a project: a Python finding inside an undecorated top-level class or function
 // that nothing the project runs reaches is in code the project never builds or calls, and
-// is demoted as `unused` (docs/PATTERNS.md, "Context"). What runs: module-level code, a
+// is demoted as `unused` (docs/PATTERNS.md, "Context"); and where the project compiles
+// its model, a finding whose fix torch.compile makes is demoted as `compiled`. What runs: module-level code, a
 // decorated (registered) definition, a configuration file, a script (a module nothing
 // imports, which may be run from outside); what it reaches: the top-level definitions
 // those name, then the ones those definitions name, and so on (comments and docstrings
@@ -15,6 +16,8 @@
 // editor server (one document at a time, analyze_source) does not run it.
 #pragma once
 
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,8 +25,23 @@
 
 namespace mlsem::driver {
 
-// Demotes the findings of `findings` that sit in unreferenced top-level definitions;
-// returns how many it demoted. Reads the project's files (an unreadable one is skipped).
-size_t demote_unreferenced(std::vector<Finding>& findings);
+// What the pass demotes.
+struct ProjectPass {
+  bool unused = true;  // findings in top-level definitions nothing the project runs reaches
+  // Rules whose findings are demoted as `compiled` where the project, outside its tests,
+  // hands its model (or a part of it: a block, an encoder) to torch.compile: the rules
+  // whose fix is what Inductor does by itself (their demote_in lists `compiled`). An opt-in
+  // compile counts: the project already offers the fused path, and turning it on is the fix.
+  std::set<std::string, std::less<>> compiled_rules;
+};
+
+struct Demoted {
+  size_t unused = 0, compiled = 0;
+};
+
+// Demotes the findings of `findings` that sit in unreferenced top-level definitions, then
+// those of `pass.compiled_rules` in a project that compiles its model; returns how many of
+// each. Reads the project's files (an unreadable one is skipped).
+Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pass);
 
 }  // namespace mlsem::driver

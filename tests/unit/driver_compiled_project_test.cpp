@@ -1,0 +1,144 @@
+// Across a project (driver/references.h): where the project, outside its tests, hands its
+// model to torch.compile (an opt-in switch counts), a finding whose fix torch.compile makes
+// (a hand-written RMSNorm) is demoted as `compiled` and names the place; a finding it does
+// not fix (attention) stays, and a project that compiles only a loss, an attention
+// function, a test's model or an example's keeps every finding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "driver/driver.h"
+#include "driver/project.h"
+#include "engine/engine.h"
+#include "repo_engine.h"
+#include "temp_dir.h"
+
+namespace mlsem {
+namespace {
+
+using test_support::TempDir;
+
+const char* kModel = R"(import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def attend(q, k, v):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    return F.softmax(scores, dim=-1) @ v
+)";
+
+class DriverCompiledProject : public test_support::RepoEngine {
+ protected:
+  // The finding of `rule`, or nullptr.
+  static const Finding* of(const Report& r, const std::string& rule) {
+    auto it = std::find_if(r.findings.begin(), r.findings.end(), [&](const Finding& f) { return f.rule == rule; });
+    return it == r.findings.end() ? nullptr : &*it;
+  }
+  // A project: the model module, imported by a training script holding `train`.
+  static void project(TempDir& dir, const std::string& train, const std::string& test = "") {
+    dir.write(".git/HEAD", "ref: refs/heads/main\n");
+    dir.write("pkg/model.py", kModel);
+    dir.write("pkg/train.py", "import torch\nfrom pkg.model import RMSNorm, attend\n\nnorm = RMSNorm(8)\ny = attend(1, 2, 3)\n" + train);
+    if (!test.empty()) dir.write("tests/test_model.py", test);
+  }
+};
+
+TEST_F(DriverCompiledProject, AnOptInCompileOfTheModelDemotesWhatItFuses) {
+  TempDir dir;
+  project(dir, "if args.compile:\n    model = torch.compile(\n        model, mode=\"max-autotune\")\n");
+  DriverOptions options;
+  options.min_confidence = kDefaultMinConfidence;
+  options.show_demoted = true;
+  Report r = analyze_paths({dir.path().string()}, engine(), options);
+  const Finding* norm = of(r, "NRM002");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->context_kind, "compiled");
+  EXPECT_EQ(norm->severity, "info");
+  EXPECT_NE(norm->context.find("pkg/train.py:7"), std::string::npos) << norm->context;
+  EXPECT_NE(norm->context.find("torch.compile("), std::string::npos) << norm->context;
+  // Attention is not what Inductor's fusion gives: ATT001 does not list `compiled`.
+  ASSERT_NE(of(r, "ATT001"), nullptr);
+  EXPECT_TRUE(of(r, "ATT001")->context.empty()) << of(r, "ATT001")->context;
+
+  // Not shown by default; shown with --keep-context compiled.
+  options.show_demoted = false;
+  EXPECT_EQ(of(analyze_paths({dir.path().string()}, engine(), options), "NRM002"), nullptr);
+  // The model file alone gets the same answer: its project is read.
+  EXPECT_EQ(of(analyze_paths({(dir.path() / "pkg/model.py").string()}, engine(), options), "NRM002"), nullptr);
+  options.keep_contexts = {"compiled"};
+  const Finding* kept = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_TRUE(kept->context.empty());
+}
+
+TEST_F(DriverCompiledProject, ModuleCompileOfItsBlocksCounts) {
+  TempDir dir;
+  project(dir, "for block in model.layers:\n    block.compile(backend=\"inductor\")\n");
+  DriverOptions options;
+  options.show_demoted = true;
+  const Finding* norm = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->context_kind, "compiled");
+  EXPECT_NE(norm->context.find("block.compile(backend"), std::string::npos) << norm->context;
+}
+
+TEST_F(DriverCompiledProject, CompilingALossAnAttentionKernelOrATestsModelIsNot) {
+  for (const std::string& train : {std::string("loss_fn = torch.compile(self.loss_fn)\n"),
+                                   std::string("flex = torch.compile(flex_attention)\n"),
+                                   std::string("mask = torch.compile(create_block_mask)\n"),
+                                   std::string("# model = torch.compile(model)\n"),
+                                   std::string("\"\"\"\nmodel = torch.compile(model)\n\"\"\"\n"),
+                                   std::string("step = torch.compile(mode=\"reduce-overhead\")(step)\n"),
+                                   std::string("pattern = re.compile(\"model\")\n")}) {
+    TempDir dir;
+    project(dir, train, "import torch\nfrom pkg.model import RMSNorm\n\nmodel = RMSNorm(8)\nmodel = torch.compile(model)\n");
+    DriverOptions options;
+    options.show_demoted = true;
+    const Finding* norm = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+    ASSERT_NE(norm, nullptr) << train;
+    EXPECT_TRUE(norm->context.empty()) << train << norm->context;
+  }
+  // An example compiles the model it builds for the demonstration, not the project's.
+  TempDir dir;
+  project(dir, "");
+  dir.write("examples/demo.py", "import torch\nfrom pkg.model import RMSNorm\n\nmodel = torch.compile(RMSNorm(8).cuda())\nmodel = torch.compile(model)\n");
+  DriverOptions options;
+  options.show_demoted = true;
+  const Finding* norm = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_TRUE(norm->context.empty()) << norm->context;
+}
+
+TEST(CompileSites, WhatNamesAModel) {
+  for (const char* e : {"model", "self.model", "model.module", "m", "transformer_block", "model_ae.encoder",
+                        "self.trainable_module", "model.blocks[i]", "net"})
+    EXPECT_TRUE(driver::project::names_a_model(e)) << e;
+  for (const char* e : {"self.fn", "loss", "flex_attention", "create_block_mask", "next_token", "opt.step",
+                        "self.training_forward", "re", "", "x"})
+    EXPECT_FALSE(driver::project::names_a_model(e)) << e;
+  auto sites = driver::project::compile_sites(
+      "import torch\n\nif cfg.compile:\n    model = torch.compile(model)\nfor m in layers:\n    m.compile()\n");
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].first, 3u);
+  EXPECT_EQ(sites[0].second, "model = torch.compile(model)");
+  EXPECT_EQ(sites[1].first, 5u);
+  // A Keras model's compile(optimizer, loss) is not torch's.
+  EXPECT_TRUE(driver::project::compile_sites("import keras\nmodel.compile(optimizer='adam')\n").empty());
+}
+
+}  // namespace
+}  // namespace mlsem
