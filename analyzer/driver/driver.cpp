@@ -305,21 +305,25 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
     keep_source(results[i], texts[i], notebooks[i], sources);
     merge(results[i], report);
   }
-  // Code nothing else in its project names, and fusions a project that compiles its model
-  // gets from torch.compile (driver/references.h); demoted findings the run does not show go.
+  // Code nothing else in its project names, code it uses only as the fallback of a fused
+  // implementation, and fusions a project that compiles its model gets from torch.compile
+  // (driver/references.h); demoted findings the run does not show go.
   auto kept = [&](const char* kind) { return options.keep_contexts.count(kind) || options.keep_contexts.count("all"); };
   driver::ProjectPass pass;
   pass.unused = !kept("unused");
-  if (!kept("compiled"))
-    for (const Rule& rule : engine.rules())
-      if (std::find(rule.demote_in.begin(), rule.demote_in.end(), "compiled") != rule.demote_in.end())
-        pass.compiled_rules.insert(rule.id);
-  if (pass.unused || !pass.compiled_rules.empty()) {
+  auto lists = [](const Rule& rule, const char* kind) {
+    return std::find(rule.demote_in.begin(), rule.demote_in.end(), kind) != rule.demote_in.end();
+  };
+  for (const Rule& rule : engine.rules()) {
+    if (!kept("compiled") && lists(rule, "compiled")) pass.compiled_rules.insert(rule.id);
+    if (!kept("fallback") && lists(rule, "fallback")) pass.fallback_rules.insert(rule.id);
+  }
+  if (pass.unused || !pass.compiled_rules.empty() || !pass.fallback_rules.empty()) {
     driver::Demoted demoted = driver::demote_by_project(report.findings, pass);
-    if (demoted.unused + demoted.compiled > 0 && !options.show_demoted)
+    if (demoted.unused + demoted.fallback + demoted.compiled > 0 && !options.show_demoted)
       std::erase_if(report.findings, [&](const Finding& f) {
-        return (f.context_kind == "unused" || f.context_kind == "compiled") && !f.context.empty() &&
-               f.confidence < min_confidence_for(f.path, options);
+        return (f.context_kind == "unused" || f.context_kind == "fallback" || f.context_kind == "compiled") &&
+               !f.context.empty() && f.confidence < min_confidence_for(f.path, options);
       });
   }
   sort_report(report);

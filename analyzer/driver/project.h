@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/finding.h"
 #include "core/text.h"
 
 namespace mlsem::driver::project {
@@ -267,6 +268,37 @@ bool names_a_model(std::string_view expr);
 // `torch.compile(mode=...)` factories are not such lines: a decorator compiles one
 // function (python/compiled.h).
 std::vector<std::pair<size_t, std::string>> compile_sites(std::string_view text);
+
+// The lines of `text` (without their newlines).
+std::vector<std::string_view> lines_of(std::string_view text);
+
+// A branch beside a use that names a fused implementation: the branch's header line
+// (0-based) and the fused name.
+struct Beside {
+  size_t line = 0;
+  std::string fused;
+};
+
+// Whether line `at` of `lines` (Python) sits in a branch of an if/elif/else or try/except
+// statement, at any depth within its function, whose sibling branch names a fused
+// implementation other than `name` (a word with fused, flash, apex, liger, triton, xformers
+// or transformer_engine in it), or in a conditional expression that does
+// (driver/fallbacks.cpp).
+std::optional<Beside> beside_fused(const std::vector<std::string_view>& lines, size_t at, std::string_view name);
+
+// Whether the class whose header is line `header` of `lines` defines `method` without
+// calling the base class's (`super().method(`).
+bool overrides(const std::vector<std::string_view>& lines, size_t header, std::string_view method);
+
+// Demotes the findings of `rules` (not demoted, in a top-level definition of a file whose
+// project root `root_of` gives) every use of whose definition in the project sits beside a
+// fused implementation (`fallback`), or that only subclasses overriding the finding's
+// method name (`unused`, when `unused`). A use: a mention outside the definition itself,
+// its imports and `__all__`, and the project's tests; a mention in a configuration file,
+// and a decorated (registered) definition, are plain uses. Returns how many it demoted
+// (driver/fallbacks.cpp).
+size_t demote_fallback_uses(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
+                            const std::set<std::string, std::less<>>& rules, bool unused);
 
 // Where a project compiles its model (compile_sites), the first one found.
 struct CompileSite {

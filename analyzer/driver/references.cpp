@@ -158,7 +158,8 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     return f.context.empty() && f.path.ends_with(".py") && pass.compiled_rules.count(f.rule);
   };
   for (const Finding& f : findings) {
-    if (compile_candidate(f)) by_file[f.path];
+    if (compile_candidate(f) || (f.context.empty() && f.path.ends_with(".py") && pass.fallback_rules.count(f.rule)))
+      by_file[f.path];
     if (!pass.unused || !f.context.empty() || f.function.empty() || f.function == "<module>" || !f.path.ends_with(".py"))
       continue;
     by_file[f.path].insert(f.function.substr(0, f.function.find('.')));
@@ -238,6 +239,7 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     demote(f, "unused", why + switched);
     ++demoted.unused;
   }
+  if (!pass.fallback_rules.empty()) demoted.fallback = demote_fallback_uses(findings, root_of, pass.fallback_rules, pass.unused);
   for (Finding& f : findings) {
     if (!compile_candidate(f)) continue;
     auto r = root_of.find(f.path);

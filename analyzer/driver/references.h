@@ -33,15 +33,21 @@ struct ProjectPass {
   // whose fix is what Inductor does by itself (their demote_in lists `compiled`). An opt-in
   // compile counts: the project already offers the fused path, and turning it on is the fix.
   std::set<std::string, std::less<>> compiled_rules;
+  // Rules whose findings are demoted as `fallback` where every use the project makes of
+  // their top-level definition sits in a branch beside a fused implementation
+  // (`if fusion: MixedFusedRMSNorm else: RMSNorm`), or as `unused` where only subclasses
+  // that override the finding's method name it (their demote_in lists `fallback`).
+  std::set<std::string, std::less<>> fallback_rules;
 };
 
 struct Demoted {
-  size_t unused = 0, compiled = 0;
+  size_t unused = 0, fallback = 0, compiled = 0;
 };
 
 // Demotes the findings of `findings` that sit in unreferenced top-level definitions, then
-// those of `pass.compiled_rules` in a project that compiles its model; returns how many of
-// each. Reads the project's files (an unreadable one is skipped).
+// those of `pass.fallback_rules` in definitions the project uses only as fallbacks of fused
+// implementations, then those of `pass.compiled_rules` in a project that compiles its
+// model; returns how many of each. Reads the project's files (an unreadable one is skipped).
 Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pass);
 
 }  // namespace mlsem::driver

@@ -161,11 +161,11 @@ TEST_F(DriverReferences, CodeOnlyUnusedCodeNamesIsDemotedToo) {
 TEST_F(DriverReferences, CodeBuiltOnlyUnderASwitchTheProjectNeverSetsIsDemoted) {
   auto project = [](TempDir& dir, const std::string& config, const std::string& extra) {
     dir.write(".git/HEAD", "ref: refs/heads/main\n");
-    dir.write("pkg/attn.py", module_with({attention("legacy_attention"), attention("flash_attention"),
+    dir.write("pkg/attn.py", module_with({attention("legacy_attention"), attention("fast_attention"),
                                           attention("other_attention"), R"(class Block:
     def __init__(self, kind="flash", dim=4):
         if kind == "flash":
-            self.attn = flash_attention
+            self.attn = fast_attention
         else:
             self.attn = legacy_attention
         if self.fast():
@@ -189,8 +189,8 @@ TEST_F(DriverReferences, CodeBuiltOnlyUnderASwitchTheProjectNeverSetsIsDemoted) 
     EXPECT_NE(in(r, "legacy_attention")->context.find("`kind`"), std::string::npos) << in(r, "legacy_attention")->context;
     ASSERT_NE(in(r, "other_attention"), nullptr);  // under an elif
     EXPECT_EQ(in(r, "other_attention")->context_kind, "unused");
-    ASSERT_NE(in(r, "flash_attention"), nullptr);
-    EXPECT_TRUE(in(r, "flash_attention")->context.empty());
+    ASSERT_NE(in(r, "fast_attention"), nullptr);
+    EXPECT_TRUE(in(r, "fast_attention")->context.empty());
   }
   // A config, a keyword argument, or a value the project does not spell as a literal (a
   // command-line flag, a name) may take the branch: kept.
