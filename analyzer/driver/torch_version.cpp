@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -34,6 +35,50 @@ std::string read_small(const fs::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// "1.8" before "1.13".
+bool older(const std::string& a, const std::string& b) {
+  auto parts = [](const std::string& v) {
+    int major = 0, minor = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), major);
+    if (end < v.data() + v.size()) std::from_chars(end + 1, v.data() + v.size(), minor);
+    return std::pair(major, minor);
+  };
+  return parts(a) < parts(b);
+}
+
+// The lower bounds in a specifier list: ">=2.0,<2.2" gives 2.0, "==1.8.1+cu111" 1.8,
+// "=1.12" (conda) 1.12; with `bare`, versions without an operator too ("1.13.1, 2.0.0").
+void lower_bounds(std::string_view s, bool bare, std::vector<std::string>& out) {
+  size_t i = 0;
+  auto skip_quotes = [&] {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '"' || s[i] == '\'')) ++i;
+  };
+  for (;;) {
+    skip_quotes();
+    std::string_view op;
+    for (std::string_view o : {"===", "==", ">=", "~=", "<=", "!=", "=", ">", "<"})
+      if (s.substr(i).starts_with(o)) {
+        op = o;
+        break;
+      }
+    if (op.empty() && !bare) return;
+    i += op.size();
+    while (i < s.size() && s[i] == ' ') ++i;
+    if (i < s.size() && s[i] == 'v') ++i;
+    bool upper = op.starts_with('<') || op == "!=";
+    if (!upper && i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) out.push_back(major_minor(s.substr(i)));
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '+' || s[i] == '*')) ++i;
+    skip_quotes();
+    if (i >= s.size() || s[i] != ',') return;
+    ++i;
+  }
+}
+
+std::string_view trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+  return b == std::string_view::npos ? std::string_view() : s.substr(b, e - b + 1);
 }
 
 }  // namespace
@@ -108,6 +153,69 @@ std::optional<std::string> conda_torch_pin_in(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<std::string> ci_torch_pin_in(std::string_view raw) {
+  std::string text;  // lowercased, without comments
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '#' && (i == 0 || std::isspace(static_cast<unsigned char>(raw[i - 1])))) i = std::min(raw.find('\n', i), raw.size());
+    if (i < raw.size()) text += static_cast<char>(std::tolower(static_cast<unsigned char>(raw[i])));
+  }
+  std::vector<std::string> found;
+  for (size_t at = text.find("torch"); at != std::string::npos; at = text.find("torch", at + 5)) {
+    // `torch` or `pytorch`, as a package (torch==1.8.1, pytorch=1.12) or a key
+    // (torch-version:, TORCH_VERSION=); not torchvision, matrix.torch, pytorch.org.
+    size_t start = at >= 2 && text.compare(at - 2, 2, "py") == 0 ? at - 2 : at;
+    if (start > 0 && name_char(text[start - 1])) continue;
+    size_t i = at + 5;
+    for (std::string_view suffix : {"-version", "_version"})
+      if (std::string_view(text).substr(i).starts_with(suffix)) i += suffix.size();
+    if (i < text.size() && name_char(text[i])) continue;
+    size_t line = text.rfind('\n', start);
+    bool key = text.find_first_not_of(" \t-\"'", line == std::string::npos ? 0 : line + 1) == start;
+    if (i < text.size() && (text[i] == '"' || text[i] == '\'')) ++i;
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t eol = std::min(text.find('\n', i), text.size());
+    if (!key || i >= text.size() || text[i] != ':' || (i + 1 < eol && text[i + 1] != ' ')) {
+      lower_bounds(std::string_view(text).substr(i, eol - i), false, found);
+      continue;
+    }
+    // A YAML key: `torch: 2.1`, `torch-version: [1.13.1, 2.0.0]`, or a block list below it.
+    std::string_view value = trim(std::string_view(text).substr(i + 1, eol - i - 1));
+    if (value.starts_with('[')) value = value.substr(1, value.find(']') - 1);
+    if (!value.empty()) {
+      lower_bounds(value, true, found);
+      continue;
+    }
+    for (size_t l = eol + 1; l < text.size();) {
+      size_t e = std::min(text.find('\n', l), text.size());
+      std::string_view item = trim(std::string_view(text).substr(l, e - l));
+      if (!item.starts_with('-')) break;
+      lower_bounds(item.substr(1), true, found);
+      l = e + 1;
+    }
+  }
+  if (found.empty()) return std::nullopt;
+  return *std::min_element(found.begin(), found.end(), older);
+}
+
+namespace {
+
+// The oldest torch the CI files at a project's root install.
+std::optional<std::string> ci_pin_at(const fs::path& root) {
+  std::vector<fs::path> files = {root / ".circleci/config.yml", root / ".circleci/config.yaml", root / ".travis.yml",
+                                 root / ".gitlab-ci.yml", root / "azure-pipelines.yml"};
+  std::error_code ec;
+  for (fs::directory_iterator it(root / ".github/workflows", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.ends_with(".yml") || name.ends_with(".yaml")) files.push_back(it->path());
+  }
+  std::optional<std::string> oldest;
+  for (const auto& p : files)
+    if (auto v = ci_torch_pin_in(read_small(p)); v && (!oldest || older(*v, *oldest))) oldest = v;
+  return oldest;
+}
+
+}  // namespace
+
 std::optional<std::string> TorchVersionFinder::in_directory(const fs::path& dir) {
   std::vector<fs::path> candidates = {dir / "pyproject.toml", dir / "setup.cfg", dir / "setup.py"};
   std::vector<fs::path> reqs, conda;
@@ -144,20 +252,25 @@ std::string TorchVersionFinder::for_file(const std::string& path) {
   std::string found;
   {
     std::lock_guard lock(mutex_);
+    bool answered = false;  // by a pin in the chain, or a directory's cached answer
     for (int depth = 0; depth < 64 && !dir.empty(); ++depth) {
       std::string key = dir.string();
       if (auto it = cache_.find(key); it != cache_.end()) {
         found = it->second;
+        answered = true;
         break;
       }
       visited.push_back(key);
       if (auto v = in_directory(dir)) {
         found = *v;
+        answered = true;
         break;
       }
       if (fs::exists(dir / ".git", ec) || dir == dir.parent_path()) break;
       dir = dir.parent_path();
     }
+    // Nothing pins torch up to the root: the oldest torch its CI installs.
+    if (!answered && !visited.empty()) found = ci_pin_at(visited.back()).value_or("");
     for (const auto& d : visited) cache_[d] = found;
   }
   return found;

@@ -20,11 +20,18 @@ std::optional<std::string> torch_pin_in(std::string_view text);
 // `pytorch=1.12.1`, `pytorch::pytorch=2.0.0`, `pytorch>=1.13`; nullopt when none.
 std::optional<std::string> conda_torch_pin_in(std::string_view text);
 
+// The oldest torch ("1.8") a CI file installs or tests: `pip install torch==1.8.1+cu111`,
+// `"torch<2.2,>=2.0"`, `conda install pytorch=1.12`, a matrix `torch-version: [1.13.1, 2.0.0]`
+// (or a block list, or one entry's `torch: 2.1`); nullopt when it names no torch version.
+std::optional<std::string> ci_torch_pin_in(std::string_view text);
+
 // Finds the pin for files under a directory: the nearest directory, from the file's
 // own upwards, with a pyproject.toml, setup.cfg, setup.py or requirements*.txt that pins
 // torch (in that order within a directory), else a conda environment file
 // (environment*.yml, conda*.yaml, ...) that does; the search stops after a directory
-// holding .git. Results are cached per directory; safe to call from several threads.
+// holding .git. When nothing pins torch up to there, the oldest torch the CI files of that
+// top directory install (.circleci, .github/workflows, .travis.yml, .gitlab-ci.yml,
+// azure-pipelines.yml). Results are cached per directory; safe to call from several threads.
 class TorchVersionFinder {
  public:
   std::string for_file(const std::string& path);  // "" when nothing pins torch

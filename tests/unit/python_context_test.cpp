@@ -218,5 +218,75 @@ TEST(TorchVersion, CondaEnvironmentPins) {
   EXPECT_EQ(finder.for_file((dir.path() / "both/train.py").string()), "2.4");
 }
 
+TEST(TorchVersion, CiInstallsAndMatrices) {
+  using driver::ci_torch_pin_in;
+  // facebookresearch/vissl, .circleci/config.yml: no pin in its requirements, CI on 1.8.
+  EXPECT_EQ(ci_torch_pin_in("      command: |\n        pip install --progress-bar off torch==1.8.1+cu111 "
+                            "torchvision==0.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html\n")
+                .value_or("-"),
+            "1.8");
+  EXPECT_EQ(ci_torch_pin_in("run: pip install \"torch<2.2,>=2.0\" numpy\n").value_or("-"), "2.0");
+  EXPECT_EQ(ci_torch_pin_in("run: pip install torch==2.0.* && pip install 'torch>=1.13'\n").value_or("-"), "1.13");
+  EXPECT_EQ(ci_torch_pin_in("  - conda install -y -c pytorch pytorch=1.12 cudatoolkit=11.3\n").value_or("-"), "1.12");
+  EXPECT_EQ(ci_torch_pin_in("  - conda install pytorch==1.8.1 torchvision -c pytorch\n").value_or("-"), "1.8");
+  // A GitHub Actions matrix: its oldest entry, in any of the list forms.
+  EXPECT_EQ(ci_torch_pin_in("    strategy:\n      matrix:\n        python-version: [3.8, 3.9]\n"
+                            "        torch-version: [2.0.0, 1.13.1]\n"
+                            "    steps:\n      - run: pip install torch==${{ matrix.torch-version }}\n")
+                .value_or("-"),
+            "1.13");
+  EXPECT_EQ(ci_torch_pin_in("      matrix:\n        pytorch-version: ['1.8', '2.0']\n").value_or("-"), "1.8");
+  EXPECT_EQ(ci_torch_pin_in("      matrix:\n        torch: [\"2.3.0\", \"2.1.0\", nightly]\n").value_or("-"), "2.1");
+  EXPECT_EQ(ci_torch_pin_in("      matrix:\n        torch:\n          - '2.2'\n          - '1.12'\n        os: [ubuntu]\n")
+                .value_or("-"),
+            "1.12");
+  EXPECT_EQ(ci_torch_pin_in("        include:\n          - torch: 2.4.0\n            python: '3.10'\n").value_or("-"), "2.4");
+  EXPECT_EQ(ci_torch_pin_in("env:\n  - TORCH_VERSION=1.10.0\n").value_or("-"), "1.10");
+  // torchvision and friends, nightlies without a version, references, comments, docker images.
+  EXPECT_FALSE(ci_torch_pin_in("run: pip install torchvision==0.15.2 torchaudio==2.0.2 torchtext==0.15\n"));
+  EXPECT_FALSE(ci_torch_pin_in("run: pip install --pre torch --index-url https://download.pytorch.org/whl/nightly/cpu\n"));
+  EXPECT_FALSE(ci_torch_pin_in("run: python -c 'import torch; print(torch.__version__)'\n"));
+  EXPECT_FALSE(ci_torch_pin_in("run: pip install torch==${{ matrix.torch }}  # torch==1.4 once\n# pip install torch==1.2\n"));
+  EXPECT_FALSE(ci_torch_pin_in("    container: pytorch/pytorch:1.8.1-cuda11.1-cudnn8-runtime\n"));
+  EXPECT_FALSE(ci_torch_pin_in("run: pip install \"torch<2.0\"\n"));
+}
+
+TEST(TorchVersion, CiFilesAtTheRootComeLast) {
+  test_support::TempDir dir;
+  const std::string circle = "jobs:\n  - run: pip install torch==1.8.1+cu111 torchvision==0.9.1+cu111\n";
+  // No pin in the tree: the root's CI decides, for every directory below it.
+  dir.write("vissl/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("vissl/.circleci/config.yml", circle);
+  dir.write("vissl/requirements.txt", "numpy\nfvcore\n");
+  dir.write("vissl/vissl/models/trunk.py", "x = 1\n");
+  // A requirements pin beats the CI; so does a conda file.
+  dir.write("pinned/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("pinned/.circleci/config.yml", circle);
+  dir.write("pinned/requirements.txt", "torch>=2.1\n");
+  dir.write("pinned/pkg/model.py", "x = 1\n");
+  dir.write("conda/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("conda/.travis.yml", circle);
+  dir.write("conda/environment.yml", "dependencies:\n  - pytorch=2.2\n");
+  dir.write("conda/model.py", "x = 1\n");
+  // Workflows: the oldest of all files; a subdirectory's own .github is not the project's CI.
+  dir.write("actions/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("actions/.github/workflows/test.yml", "      matrix:\n        torch-version: [2.1.0, 2.3.0]\n");
+  dir.write("actions/.github/workflows/min.yaml", "      - run: pip install torch==2.0.1\n");
+  dir.write("actions/.github/workflows/notes.txt", circle);
+  dir.write("actions/plugin/.github/workflows/test.yml", circle);
+  dir.write("actions/plugin/.circleci/config.yml", circle);
+  dir.write("actions/plugin/model.py", "x = 1\n");
+  dir.write("bare/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("bare/sub/.github/workflows/test.yml", circle);
+  dir.write("bare/sub/model.py", "x = 1\n");
+  driver::TorchVersionFinder finder;
+  EXPECT_EQ(finder.for_file((dir.path() / "vissl/vissl/models/trunk.py").string()), "1.8");
+  EXPECT_EQ(finder.for_file((dir.path() / "vissl/vissl/models/trunk.py").string()), "1.8");  // cached
+  EXPECT_EQ(finder.for_file((dir.path() / "pinned/pkg/model.py").string()), "2.1");
+  EXPECT_EQ(finder.for_file((dir.path() / "conda/model.py").string()), "2.2");
+  EXPECT_EQ(finder.for_file((dir.path() / "actions/plugin/model.py").string()), "2.0");
+  EXPECT_EQ(finder.for_file((dir.path() / "bare/sub/model.py").string()), "");
+}
+
 }  // namespace
 }  // namespace mlsem
