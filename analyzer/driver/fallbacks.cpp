@@ -61,17 +61,6 @@ bool branch_header(std::string_view s) {
 
 }  // namespace
 
-std::vector<std::string_view> lines_of(std::string_view text) {
-  std::vector<std::string_view> out;
-  for (size_t begin = 0; begin <= text.size();) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) end = text.size();
-    out.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return out;
-}
-
 std::optional<Beside> beside_fused(const std::vector<std::string_view>& lines, size_t at, std::string_view name) {
   std::string_view here = lines[at];
   if (here.find(" if ") != std::string_view::npos && here.find(" else ") != std::string_view::npos) {

@@ -52,6 +52,18 @@ inline bool word_char(char c) {
 using Names = std::set<std::string, std::less<>>;
 using Lines = std::pair<size_t, size_t>;  // 0-based [begin, end)
 
+// The lines of `text` (without their newlines).
+inline std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (size_t begin = 0; begin <= text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    out.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
+
 // A top-level `def`/`async def`/`class` statement: its name, its lines and whether a
 // decorator (`@register`, `@ARCH_REGISTRY.register()`, one spanning lines) precedes it, which
 // means a registry names it.
@@ -66,13 +78,7 @@ struct Definition {
 // string spanning lines at column 0 ends it early, which only counts more of it as outside
 // uses.
 inline std::vector<Definition> top_definitions(std::string_view text) {
-  std::vector<std::string_view> lines;
-  for (size_t begin = 0; begin <= text.size();) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) end = text.size();
-    lines.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
-  }
+  std::vector<std::string_view> lines = lines_of(text);
   auto top = [&](size_t i) {
     std::string_view n = lines[i];
     return !n.empty() && n[0] != ' ' && n[0] != '\t' && n[0] != '#' && n[0] != '\r' && n[0] != ')' && n[0] != ']';
@@ -268,9 +274,6 @@ bool names_a_model(std::string_view expr);
 // `torch.compile(mode=...)` factories are not such lines: a decorator compiles one
 // function (python/compiled.h).
 std::vector<std::pair<size_t, std::string>> compile_sites(std::string_view text);
-
-// The lines of `text` (without their newlines).
-std::vector<std::string_view> lines_of(std::string_view text);
 
 // A branch beside a use that names a fused implementation: the branch's header line
 // (0-based) and the fused name.

@@ -12,6 +12,7 @@
 #include "driver/driver.h"
 #include "driver/project.h"
 #include "engine/engine.h"
+#include "project_sources.h"
 #include "repo_engine.h"
 #include "temp_dir.h"
 
@@ -20,20 +21,10 @@ namespace {
 
 using test_support::TempDir;
 
-const char* kModel = R"(import math
-import torch
-import torch.nn as nn
+// The RMSNorm module and a hand-written attention (ATT001, which `compiled` does not demote).
+const std::string kModel = std::string(test_support::kRmsNormModule) + R"(
+import math
 import torch.nn.functional as F
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-6):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
 def attend(q, k, v):

@@ -12,6 +12,7 @@
 #include "driver/driver.h"
 #include "driver/project.h"
 #include "engine/engine.h"
+#include "project_sources.h"
 #include "repo_engine.h"
 #include "temp_dir.h"
 
@@ -20,27 +21,15 @@ namespace {
 
 using test_support::TempDir;
 
-const char* kNorm = R"(import torch
-import torch.nn as nn
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-6):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-)";
+using test_support::kRmsNormModule;
 
 class DriverFallbackUses : public test_support::RepoEngine {
  protected:
-  // The NRM002 finding in RMSNorm.forward of a project holding pkg/norms.py (kNorm with
+  // The NRM002 finding in RMSNorm.forward of a project holding pkg/norms.py (kRmsNormModule with
   // `decorator` before the class) and pkg/build.py (`build`), shown with demoted ones.
   const Finding* norm(TempDir& dir, const std::string& build, const std::string& decorator = "") {
     dir.write(".git/HEAD", "ref: refs/heads/main\n");
-    std::string text = kNorm;
+    std::string text = kRmsNormModule;
     if (!decorator.empty()) text.replace(text.find("class RMSNorm"), 0, decorator);
     dir.write("pkg/norms.py", text);
     dir.write("pkg/build.py", "import torch\nfrom pkg.norms import RMSNorm\n\n\n" + build);
