@@ -69,6 +69,115 @@ def project_seeds():
         yield "\x1e".join(parts)
 
 
+LAYERS = """import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class Attention(nn.Module):
+    def forward(self, q, k, v):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        probs = F.softmax(scores, dim=-1)
+        return probs @ v
+
+
+class QuietAttention(Attention):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+class LoudAttention(Attention):
+    def forward(self, q, k, v):
+        return super().forward(q, k, v) * 2
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
+"""
+MODEL = """import torch
+from m0 import RMSNorm, Attention, QuietAttention, gelu
+
+try:
+    from flash_attn import flash_attn_func
+    attention = flash_attn_func
+except ImportError:
+    attention = Attention()
+
+try:
+    from apex.normalization import FusedRMSNorm
+except ImportError:
+    FusedRMSNorm = None
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim, fused=False):
+        super().__init__()
+        if fused:
+            self.norm = FusedRMSNorm(dim)
+        elif dim > 4:
+            self.norm = torch.nn.Identity()
+        else:
+            self.norm = RMSNorm(dim)
+        self.act = torch.nn.GELU() if fused else gelu
+        self.attn = QuietAttention()
+
+    def forward(self, x):
+        return self.attn(self.norm(x), x, x)
+"""
+TRAINS = [
+    "import torch\nfrom m1 import Block\n\nmodel = Block(64, fused=args.fused)\nmodel = torch.compile(model)\n"
+    "block = Block(64)\nblock.compile()\n",
+    "import torch\nimport m1\n\nnet = m1.Block(8)\nnet.layers[0].compile()\nopt_step = torch.compile(step)\n"
+    "compiled = torch.compile(\n    net.encoder, mode=\"max-autotune\")\n\"\"\"torch.compile(model)\"\"\"\n"
+    "# torch.compile(model)\n@torch.compile(mode=\"reduce-overhead\")\ndef f(x):\n    return x\n",
+    "import keras\nfrom m1 import Block\n\nmodel = Block(8)\nmodel.compile(optimizer=\"adam\", loss=\"mse\")\n",
+    "import torch\nfrom m0 import RMSNorm, gelu\nfrom liger_kernel import LigerRMSNorm\n\n"
+    "norm = LigerRMSNorm(8) if use_liger else RMSNorm(8)\ntry:\n    import triton\n    act = fused_gelu\n"
+    "except ImportError:\n    act = gelu\nfinally:\n    pass\nmodel = torch.compile(norm)\n",
+]
+CI = """name: ci
+on: [push]
+jobs:
+  test:
+    strategy:
+      matrix:
+        torch-version: [1.13.1, 2.0.0]
+        torch:
+          - 1.12
+          - "2.1"
+    env:
+      TORCH_VERSION=2.2.0  # pytorch 1.8
+    steps:
+      - run: pip install torch==${{ matrix.torch-version }} torchvision
+      - run: pip install "torch>=2.1,<2.3" pytorch=1.12.1
+"""
+
+
+def fallback_seeds():
+    """Projects for the compile and fallback steps of the cross-file pass (driver/compile_sites.cpp,
+    driver/fallbacks.cpp): torch.compile(model), block.compile(), `if fused: FusedX else: X`,
+    `try/except ImportError` fallbacks, subclasses overriding forward; one carries a CI file,
+    which fuzz/python.cpp reads as one (driver/torch_version.cpp)."""
+    for i, train in enumerate(TRAINS):
+        parts = [LAYERS, MODEL, train]
+        if i == 1:
+            parts.append(json.dumps({"norm": "RMSNorm", "attention": "LoudAttention"}))
+        if i == 3:
+            parts.append(CI)
+        yield "\x1e".join(parts)
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     pys = sorted((ROOT / "samples").rglob("*.py")) + sorted((ROOT / "samples").rglob("*.ipynb"))
@@ -78,6 +187,8 @@ def main():
     for p in cus:
         put(out, "cuda", p.read_bytes())
     for seed in project_seeds():
+        put(out, "python", seed)
+    for seed in fallback_seeds():
         put(out, "python", seed)
     for kind, sub in ((0, "concepts"), (1, "patterns"), (2, "rules")):
         for p in sorted((ROOT / sub).rglob("*.toml")):

@@ -3,13 +3,17 @@
 // An input holding 0x1e bytes is a project instead: each part (at most 8) a file of a
 // scratch directory marked by a pyproject.toml, `m<k>.py` (`c<k>.json`, a configuration
 // file, when the part starts with '{'), analyzed by analyze_paths, which also runs the
-// cross-file pass (driver/references.cpp, driver/switched_off.cpp, python/switches.cpp).
+// cross-file pass (driver/references.cpp, driver/switched_off.cpp, python/switches.cpp,
+// driver/compile_sites.cpp, driver/fallbacks.cpp). Each part is also read as a CI file
+// (driver/torch_version.cpp): the driver's torch pin is cached per directory for the
+// process, so the scratch project's CI files would be read for the first input only.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
 #include "driver/driver.h"
+#include "driver/torch_version.h"
 #include "engine/engine.h"
 #include "fuzz.h"
 #include "report/report.h"
@@ -59,6 +63,7 @@ int python(const uint8_t* data, size_t size) {
     std::string_view part = bytes.substr(begin, end - begin);
     std::string name = (part.starts_with('{') ? "c" : "m") + std::to_string(k) + (part.starts_with('{') ? ".json" : ".py");
     write(dir / name, part);
+    (void)driver::ci_torch_pin_in(part);
     begin = end + 1;
   }
   Report report = analyze_paths({dir.string()}, engine(), fuzz_options(), &sources);
