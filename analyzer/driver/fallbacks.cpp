@@ -13,25 +13,6 @@
 namespace mlsem::driver::project {
 namespace {
 
-constexpr size_t kBlank = static_cast<size_t>(-1);
-
-// The indentation of a line, or kBlank for a blank or comment-only line.
-size_t indent(std::string_view l) {
-  size_t i = 0;
-  while (i < l.size() && (l[i] == ' ' || l[i] == '\t')) ++i;
-  return i == l.size() || l[i] == '#' || l[i] == '\r' ? kBlank : i;
-}
-
-std::string_view stripped(std::string_view l) {
-  size_t i = indent(l);
-  return i == kBlank ? std::string_view{} : l.substr(i);
-}
-
-bool keyword(std::string_view s, std::string_view kw) {
-  return s.starts_with(kw) && (s.size() == kw.size() || s[kw.size()] == ' ' || s[kw.size()] == ':' ||
-                               s[kw.size()] == '(');
-}
-
 // A name that says it is a fused or vendor kernel path.
 bool fused_word(std::string_view w) {
   std::string l(w);

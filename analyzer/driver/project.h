@@ -64,6 +64,27 @@ inline std::vector<std::string_view> lines_of(std::string_view text) {
   return out;
 }
 
+constexpr size_t kBlank = static_cast<size_t>(-1);
+
+// The indentation of a line of Python, or kBlank for a blank or comment-only line.
+inline size_t indent(std::string_view l) {
+  size_t i = 0;
+  while (i < l.size() && (l[i] == ' ' || l[i] == '\t')) ++i;
+  return i == l.size() || l[i] == '#' || l[i] == '\r' ? kBlank : i;
+}
+
+// A line without its indentation (empty for a blank or comment-only line).
+inline std::string_view stripped(std::string_view l) {
+  size_t i = indent(l);
+  return i == kBlank ? std::string_view{} : l.substr(i);
+}
+
+// Whether the statement `s` (stripped) starts with the keyword `kw`.
+inline bool keyword(std::string_view s, std::string_view kw) {
+  return s.starts_with(kw) && (s.size() == kw.size() || s[kw.size()] == ' ' || s[kw.size()] == ':' ||
+                               s[kw.size()] == '(');
+}
+
 // A top-level `def`/`async def`/`class` statement: its name, its lines and whether a
 // decorator (`@register`, `@ARCH_REGISTRY.register()`, one spanning lines) precedes it, which
 // means a registry names it.
@@ -268,12 +289,24 @@ inline bool imported(const Imports& imports, const std::string& file) {
 // loss, an optimizer step, a mask builder or an attention function (driver/compile_sites.cpp).
 bool names_a_model(std::string_view expr);
 
-// The lines (0-based) of Python source `text` that hand a model, or a part of one, to
+// Where a project compiles its model.
+struct CompileSite {
+  std::string file;  // as walked (empty from compile_sites)
+  size_t line = 0;   // 0-based from compile_sites, 1-based once recorded
+  std::string code;
+  // The switch it runs under (`if args.compile:`), or empty when it runs by default: under
+  // no `if`/`else`/`try`/`while` of its function (nor after an `if ...: return` guard), or
+  // only under `if NAME:` with NAME set to True at the top of the file, or under
+  // `if __name__ == "__main__":`.
+  std::string under;
+};
+
+// The lines of Python source `text` that hand a model, or a part of one, to
 // torch.compile: `torch.compile(model, ...)`, `block.compile(backend=...)`
-// (nn.Module.compile), each with its code. Comments, docstrings, decorators and
+// (nn.Module.compile), each with its code and switch. Comments, docstrings, decorators and
 // `torch.compile(mode=...)` factories are not such lines: a decorator compiles one
 // function (python/compiled.h).
-std::vector<std::pair<size_t, std::string>> compile_sites(std::string_view text);
+std::vector<CompileSite> compile_sites(std::string_view text);
 
 // A branch beside a use that names a fused implementation: the branch's header line
 // (0-based) and the fused name.
@@ -303,13 +336,6 @@ bool overrides(const std::vector<std::string_view>& lines, size_t header, std::s
 size_t demote_fallback_uses(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
                             const std::set<std::string, std::less<>>& rules, bool unused);
 
-// Where a project compiles its model (compile_sites), the first one found.
-struct CompileSite {
-  std::string file;  // as walked
-  size_t line = 0;   // 1-based
-  std::string code;
-};
-
 struct Project {
   std::map<std::string, Names> names;          // candidates, by canonical file
   std::map<std::string, std::string> texts;    // canonical path -> a candidate file's text, read once
@@ -318,7 +344,9 @@ struct Project {
   Graph graph;
   std::vector<char> used;                      // by graph id, once computed
   std::map<std::pair<uint32_t, uint32_t>, std::string> off;  // (user, name) mentions switched off, and why
-  std::optional<CompileSite> compiles;         // where the project compiles its model, outside its tests
+  // Where the project, outside its tests and demonstrations, compiles its model by
+  // default, and where it does behind a switch (the first of each, by path and line).
+  std::optional<CompileSite> compiles, compiles_opt_in;
 };
 
 // Calls `visit(path, text, python)` for every Python and configuration file of the

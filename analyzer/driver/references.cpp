@@ -102,10 +102,13 @@ bool demonstration(const fs::path& root, const std::string& file) {
 // that the walk's order does not matter.
 void note_compiles(const fs::path& root, const std::string& file, std::string_view text, Project& project) {
   if (python::file_kind(file) || demonstration(root, file)) return;
-  std::vector<std::pair<size_t, std::string>> sites = compile_sites(text);
-  if (sites.empty()) return;
-  if (project.compiles && project.compiles->file < file) return;
-  project.compiles = CompileSite{file, sites.front().first + 1, sites.front().second};
+  for (CompileSite& site : compile_sites(text)) {
+    std::optional<CompileSite>& first = site.under.empty() ? project.compiles : project.compiles_opt_in;
+    if (first && first->file <= file) continue;
+    site.file = file;
+    ++site.line;
+    first = std::move(site);
+  }
 }
 
 // Which top-level definitions of the project something it runs reaches, into
@@ -244,15 +247,25 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     if (!compile_candidate(f)) continue;
     auto r = root_of.find(f.path);
     if (r == root_of.end() || !read.count(r->second)) continue;
-    const std::optional<CompileSite>& site = projects[r->second].compiles;
-    if (!site) continue;
-    fs::path where = under(r->second, site->file);
-    if (where.empty()) where = fs::path(site->file).filename();
-    demote(f, "compiled",
-           "compiled: the project hands its model to torch.compile (" + where.generic_string() + ":" +
-               std::to_string(site->line) + ": `" + site->code +
-               "`), which fuses these ops; where that is a switch, turning it on is the fix");
-    ++demoted.compiled;
+    const Project& project = projects[r->second];
+    auto at = [&](const CompileSite& site) {
+      fs::path where = under(r->second, site.file);
+      if (where.empty()) where = fs::path(site.file).filename();
+      return where.generic_string() + ":" + std::to_string(site.line) + ": `" + site.code + "`";
+    };
+    if (project.compiles) {
+      demote(f, "compiled",
+             "compiled: the project hands its model to torch.compile by default (" + at(*project.compiles) +
+                 "), which fuses these ops");
+      ++demoted.compiled;
+    } else if (project.compiles_opt_in) {
+      // Behind a switch that is off unless set: the finding stands (the eager path is what
+      // runs by default), and says that turning the switch on is a fix the project has.
+      Evidence e;
+      e.text = "the project compiles its model behind a switch (" + at(*project.compiles_opt_in) + ", under `" +
+               project.compiles_opt_in->under + "`): turning it on fuses this too";
+      f.evidence.push_back(std::move(e));
+    }
   }
   return demoted;
 }

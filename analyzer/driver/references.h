@@ -29,9 +29,10 @@ namespace mlsem::driver {
 struct ProjectPass {
   bool unused = true;  // findings in top-level definitions nothing the project runs reaches
   // Rules whose findings are demoted as `compiled` where the project, outside its tests,
-  // hands its model (or a part of it: a block, an encoder) to torch.compile: the rules
-  // whose fix is what Inductor does by itself (their demote_in lists `compiled`). An opt-in
-  // compile counts: the project already offers the fused path, and turning it on is the fix.
+  // hands its model (or a part of it: a block, an encoder) to torch.compile by default:
+  // the rules whose fix is what Inductor does by itself (their demote_in lists `compiled`).
+  // Behind a switch that is off unless set, the finding stays and gains an evidence line
+  // naming the switch (project.h, CompileSite::under).
   std::set<std::string, std::less<>> compiled_rules;
   // Rules whose findings are demoted as `fallback` where every use the project makes of
   // their top-level definition sits in a branch beside a fused implementation

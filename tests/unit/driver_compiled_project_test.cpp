@@ -1,8 +1,9 @@
 // Across a project (driver/references.h): where the project, outside its tests, hands its
-// model to torch.compile (an opt-in switch counts), a finding whose fix torch.compile makes
-// (a hand-written RMSNorm) is demoted as `compiled` and names the place; a finding it does
-// not fix (attention) stays, and a project that compiles only a loss, an attention
-// function, a test's model or an example's keeps every finding.
+// model to torch.compile by default, a finding whose fix torch.compile makes (a hand-written
+// RMSNorm) is demoted as `compiled` and names the place; behind a switch that is off unless
+// set, the finding stays and its evidence names the switch. A finding compile does not fix
+// (attention) stays, and a project that compiles only a loss, an attention function, a
+// test's model or an example's keeps every finding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,9 +49,9 @@ class DriverCompiledProject : public test_support::RepoEngine {
   }
 };
 
-TEST_F(DriverCompiledProject, AnOptInCompileOfTheModelDemotesWhatItFuses) {
+TEST_F(DriverCompiledProject, ACompileByDefaultDemotesWhatItFuses) {
   TempDir dir;
-  project(dir, "if args.compile:\n    model = torch.compile(\n        model, mode=\"max-autotune\")\n");
+  project(dir, "\n\nmodel = torch.compile(\n    model, mode=\"max-autotune\")\n");
   DriverOptions options;
   options.min_confidence = kDefaultMinConfidence;
   options.show_demoted = true;
@@ -59,7 +60,7 @@ TEST_F(DriverCompiledProject, AnOptInCompileOfTheModelDemotesWhatItFuses) {
   ASSERT_NE(norm, nullptr);
   EXPECT_EQ(norm->context_kind, "compiled");
   EXPECT_EQ(norm->severity, "info");
-  EXPECT_NE(norm->context.find("pkg/train.py:7"), std::string::npos) << norm->context;
+  EXPECT_NE(norm->context.find("pkg/train.py:8"), std::string::npos) << norm->context;
   EXPECT_NE(norm->context.find("torch.compile("), std::string::npos) << norm->context;
   // Attention is not what Inductor's fusion gives: ATT001 does not list `compiled`.
   ASSERT_NE(of(r, "ATT001"), nullptr);
@@ -71,9 +72,43 @@ TEST_F(DriverCompiledProject, AnOptInCompileOfTheModelDemotesWhatItFuses) {
   // The model file alone gets the same answer: its project is read.
   EXPECT_EQ(of(analyze_paths({(dir.path() / "pkg/model.py").string()}, engine(), options), "NRM002"), nullptr);
   options.keep_contexts = {"compiled"};
-  const Finding* kept = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+  Report kept_report = analyze_paths({dir.path().string()}, engine(), options);
+  const Finding* kept = of(kept_report, "NRM002");
   ASSERT_NE(kept, nullptr);
   EXPECT_TRUE(kept->context.empty());
+}
+
+TEST_F(DriverCompiledProject, AnOptInCompileKeepsTheFindingAndSaysSo) {
+  for (const std::string& train :
+       {std::string("if args.compile:\n    model = torch.compile(model)\n"),
+        std::string("def maybe_compile(m, fast):\n    if fast == 0:\n        return m\n    return torch.compile(m)\n"),
+        std::string("try:\n    model = torch.compile(model)\nexcept RuntimeError:\n    pass\n")}) {
+    TempDir dir;
+    project(dir, train);
+    DriverOptions options;
+    options.show_demoted = true;
+    Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
+    const Finding* norm = of(norm_report, "NRM002");
+    ASSERT_NE(norm, nullptr) << train;
+    EXPECT_TRUE(norm->context.empty()) << train << norm->context;
+    auto it = std::find_if(norm->evidence.begin(), norm->evidence.end(), [](const Evidence& e) {
+      return e.text.find("compiles its model behind a switch (pkg/train.py:") != std::string::npos;
+    });
+    ASSERT_NE(it, norm->evidence.end()) << train;
+  }
+  // A switch on by default (`compile = True` at the top, nanoGPT's form) or the script's
+  // main guard is no opt-in.
+  for (const std::string& train : {std::string("compile = True\nif compile:\n    model = torch.compile(model)\n"),
+                                   std::string("if __name__ == \"__main__\":\n    model = torch.compile(model)\n")}) {
+    TempDir dir;
+    project(dir, train);
+    DriverOptions options;
+    options.show_demoted = true;
+    Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
+    const Finding* norm = of(norm_report, "NRM002");
+    ASSERT_NE(norm, nullptr) << train;
+    EXPECT_EQ(norm->context_kind, "compiled") << train;
+  }
 }
 
 TEST_F(DriverCompiledProject, ModuleCompileOfItsBlocksCounts) {
@@ -81,7 +116,8 @@ TEST_F(DriverCompiledProject, ModuleCompileOfItsBlocksCounts) {
   project(dir, "for block in model.layers:\n    block.compile(backend=\"inductor\")\n");
   DriverOptions options;
   options.show_demoted = true;
-  const Finding* norm = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+  Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
+  const Finding* norm = of(norm_report, "NRM002");
   ASSERT_NE(norm, nullptr);
   EXPECT_EQ(norm->context_kind, "compiled");
   EXPECT_NE(norm->context.find("block.compile(backend"), std::string::npos) << norm->context;
@@ -94,12 +130,14 @@ TEST_F(DriverCompiledProject, CompilingALossAnAttentionKernelOrATestsModelIsNot)
                                    std::string("# model = torch.compile(model)\n"),
                                    std::string("\"\"\"\nmodel = torch.compile(model)\n\"\"\"\n"),
                                    std::string("step = torch.compile(mode=\"reduce-overhead\")(step)\n"),
-                                   std::string("pattern = re.compile(\"model\")\n")}) {
+                                   std::string("pattern = re.compile(\"model\")\n"),
+                                   std::string("SEED = \"model = torch.compile(model)\\n\"\n")}) {
     TempDir dir;
     project(dir, train, "import torch\nfrom pkg.model import RMSNorm\n\nmodel = RMSNorm(8)\nmodel = torch.compile(model)\n");
     DriverOptions options;
     options.show_demoted = true;
-    const Finding* norm = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+    Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
+    const Finding* norm = of(norm_report, "NRM002");
     ASSERT_NE(norm, nullptr) << train;
     EXPECT_TRUE(norm->context.empty()) << train << norm->context;
   }
@@ -109,7 +147,8 @@ TEST_F(DriverCompiledProject, CompilingALossAnAttentionKernelOrATestsModelIsNot)
   dir.write("examples/demo.py", "import torch\nfrom pkg.model import RMSNorm\n\nmodel = torch.compile(RMSNorm(8).cuda())\nmodel = torch.compile(model)\n");
   DriverOptions options;
   options.show_demoted = true;
-  const Finding* norm = of(analyze_paths({dir.path().string()}, engine(), options), "NRM002");
+  Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
+  const Finding* norm = of(norm_report, "NRM002");
   ASSERT_NE(norm, nullptr);
   EXPECT_TRUE(norm->context.empty()) << norm->context;
 }
@@ -124,9 +163,11 @@ TEST(CompileSites, WhatNamesAModel) {
   auto sites = driver::project::compile_sites(
       "import torch\n\nif cfg.compile:\n    model = torch.compile(model)\nfor m in layers:\n    m.compile()\n");
   ASSERT_EQ(sites.size(), 2u);
-  EXPECT_EQ(sites[0].first, 3u);
-  EXPECT_EQ(sites[0].second, "model = torch.compile(model)");
-  EXPECT_EQ(sites[1].first, 5u);
+  EXPECT_EQ(sites[0].line, 3u);
+  EXPECT_EQ(sites[0].code, "model = torch.compile(model)");
+  EXPECT_EQ(sites[0].under, "if cfg.compile:");
+  EXPECT_EQ(sites[1].line, 5u);
+  EXPECT_EQ(sites[1].under, "");  // a loop is no switch
   // A Keras model's compile(optimizer, loss) is not torch's.
   EXPECT_TRUE(driver::project::compile_sites("import keras\nmodel.compile(optimizer='adam')\n").empty());
 }
