@@ -120,8 +120,11 @@ std::string dtype_name(std::string_view text) {
 }
 
 std::string_view module_op(std::string_view cls) {
-  if (!starts_with(cls, "torch.nn.")) return "";
   std::string_view n = last_component(cls);
+  // A project's own dropout layer (cvnets' `Dropout`, a subclass of nn.Dropout imported
+  // from the project): named so, it zeroes and rescales like torch's.
+  if (!starts_with(cls, "torch.nn."))
+    return n == "Dropout" || n == "Dropout1d" || n == "Dropout2d" || n == "Dropout3d" ? "dropout" : "";
   struct Entry {
     std::string_view cls, op;
   };
