@@ -75,15 +75,20 @@ bool in_string(std::string_view l, size_t at) {
   return quote != 0;
 }
 
-// The switch line `at` of `lines` runs under, or empty (CompileSite::under).
-std::string switch_over(const std::vector<std::string_view>& lines, size_t at) {
+}  // namespace
+
+std::string switch_over(const std::vector<std::string_view>& lines, size_t at, std::string* function) {
   size_t level = indent(lines[at]);
   for (size_t j = at; j-- > 0 && level != kBlank && level > 0;) {
     size_t i = indent(lines[j]);
-    if (i == kBlank || i >= level) continue;
+    if (i == kBlank || i >= level || closes_bracket(lines[j])) continue;
     level = i;
     std::string_view s = stripped(lines[j]);
     if (keyword(s, "def") || keyword(s, "async") || keyword(s, "class")) {
+      if (function && !keyword(s, "class")) {
+        std::string_view name = s.substr(s.find("def ") + 4);
+        *function = std::string(name.substr(0, name.find('(')));
+      }
       // An early exit at the top of the function: `if fast == 0: return m`.
       for (size_t k = j + 1; k < at; ++k) {
         std::string_view g = stripped(lines[k]);
@@ -100,7 +105,8 @@ std::string switch_over(const std::vector<std::string_view>& lines, size_t at) {
       std::string_view cond = s.substr(keyword(s, "if") ? 2 : 4);
       cond = stripped(cond);
       if (cond.ends_with(":")) cond.remove_suffix(1);
-      if (cond.starts_with("__name__")) continue;
+      // The main guard, and a type filter over modules (`if isinstance(m, Block):`), are no switches.
+      if (cond.starts_with("__name__") || cond.starts_with("isinstance(") || cond.starts_with("hasattr(")) continue;
       bool name = !cond.empty() && std::all_of(cond.begin(), cond.end(), word_char);
       if (name && on_at_top(lines, cond)) continue;
       return std::string(s);
@@ -109,8 +115,6 @@ std::string switch_over(const std::vector<std::string_view>& lines, size_t at) {
   }
   return "";
 }
-
-}  // namespace
 
 std::vector<CompileSite> compile_sites(std::string_view text) {
   std::vector<CompileSite> out;
@@ -157,7 +161,9 @@ std::vector<CompileSite> compile_sites(std::string_view text) {
       if (target.empty() || !names_a_model(target)) continue;
       std::string_view code = l.substr(first);
       while (!code.empty() && (code.back() == ' ' || code.back() == '\r')) code.remove_suffix(1);
-      out.push_back({"", line, std::string(code.substr(0, 120)), switch_over(lines, line)});
+      CompileSite site{"", line, std::string(code.substr(0, 120)), "", "", ""};
+      site.under = switch_over(lines, line, &site.function);
+      out.push_back(std::move(site));
       break;
     }
   }

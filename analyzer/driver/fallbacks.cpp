@@ -52,7 +52,7 @@ std::optional<Beside> beside_fused(const std::vector<std::string_view>& lines, s
   if (level == kBlank) return std::nullopt;
   for (size_t j = at; j-- > 0;) {
     size_t i = indent(lines[j]);
-    if (i == kBlank || i >= level) continue;
+    if (i == kBlank || i >= level || closes_bracket(lines[j])) continue;
     level = i;
     std::string_view s = stripped(lines[j]);
     if (keyword(s, "def") || keyword(s, "async") || keyword(s, "class")) return std::nullopt;

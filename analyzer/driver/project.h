@@ -73,6 +73,13 @@ inline size_t indent(std::string_view l) {
   return i == l.size() || l[i] == '#' || l[i] == '\r' ? kBlank : i;
 }
 
+// Whether the line `l` continues a statement a bracket opened above (`):`, `]`, `}`):
+// its indentation says nothing about the blocks around it.
+inline bool closes_bracket(std::string_view l) {
+  size_t i = indent(l);
+  return i != kBlank && (l[i] == ')' || l[i] == ']' || l[i] == '}');
+}
+
 // A line without its indentation (empty for a blank or comment-only line).
 inline std::string_view stripped(std::string_view l) {
   size_t i = indent(l);
@@ -294,11 +301,13 @@ struct CompileSite {
   std::string file;  // as walked (empty from compile_sites)
   size_t line = 0;   // 0-based from compile_sites, 1-based once recorded
   std::string code;
+  std::string function;  // the function holding it (innermost), or empty at module level
   // The switch it runs under (`if args.compile:`), or empty when it runs by default: under
   // no `if`/`else`/`try`/`while` of its function (nor after an `if ...: return` guard), or
   // only under `if NAME:` with NAME set to True at the top of the file, or under
   // `if __name__ == "__main__":`.
   std::string under;
+  std::string via;  // when `under` is a caller's switch: `function` called at file:line
 };
 
 // The lines of Python source `text` that hand a model, or a part of one, to
@@ -307,6 +316,10 @@ struct CompileSite {
 // `torch.compile(mode=...)` factories are not such lines: a decorator compiles one
 // function (python/compiled.h).
 std::vector<CompileSite> compile_sites(std::string_view text);
+
+// The switch line `at` of `lines` runs under, or empty (CompileSite::under), and the
+// innermost function holding it into `function` when given.
+std::string switch_over(const std::vector<std::string_view>& lines, size_t at, std::string* function = nullptr);
 
 // A branch beside a use that names a fused implementation: the branch's header line
 // (0-based) and the fused name.
@@ -346,7 +359,8 @@ struct Project {
   std::map<std::pair<uint32_t, uint32_t>, std::string> off;  // (user, name) mentions switched off, and why
   // Where the project, outside its tests and demonstrations, compiles its model by
   // default, and where it does behind a switch (the first of each, by path and line).
-  std::optional<CompileSite> compiles, compiles_opt_in;
+  std::vector<CompileSite> compiles;          // by default, by path and line
+  std::optional<CompileSite> compiles_opt_in;
 };
 
 // Calls `visit(path, text, python)` for every Python and configuration file of the

@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 
 #include "driver/project.h"
 #include "engine/engine.h"
@@ -97,18 +98,102 @@ bool demonstration(const fs::path& root, const std::string& file) {
   return false;
 }
 
+// `file:line` (1-based) under `root`, for a reason.
+std::string where_in(const fs::path& root, const std::string& file, size_t line) {
+  fs::path rel = under(root, file);
+  if (rel.empty()) rel = fs::path(file).filename();
+  return rel.generic_string() + ":" + std::to_string(line + 1);
+}
+
 // Records in `project.compiles` where `file` (outside the project's tests and
 // demonstrations) hands a model to torch.compile, keeping the first by path and line so
 // that the walk's order does not matter.
 void note_compiles(const fs::path& root, const std::string& file, std::string_view text, Project& project) {
   if (python::file_kind(file) || demonstration(root, file)) return;
   for (CompileSite& site : compile_sites(text)) {
-    std::optional<CompileSite>& first = site.under.empty() ? project.compiles : project.compiles_opt_in;
-    if (first && first->file <= file) continue;
     site.file = file;
     ++site.line;
-    first = std::move(site);
+    if (site.under.empty()) {
+      project.compiles.push_back(std::move(site));
+    } else if (!project.compiles_opt_in || file < project.compiles_opt_in->file) {
+      project.compiles_opt_in = std::move(site);
+    }
   }
+}
+
+// A default compile site inside a function is a switched one when every call of that
+// function in the project runs under a switch (`if compile_config.enable:
+// apply_compile(model)`): one level of callers, read in a second walk. Leaves in
+// `project.compiles` the sites that stay default, by path and line.
+void switch_through_callers(const fs::path& root, Project& project) {
+  std::set<std::string, std::less<>> functions;
+  std::map<std::string, std::vector<fs::path>, std::less<>> homes;  // function -> the files defining it
+  for (const CompileSite& site : project.compiles)
+    if (!site.function.empty()) functions.insert(site.function), homes[site.function].push_back(site.file);
+  // Whether `file` calls the `function` of a site's file: it is that file, or one of its
+  // import lines names the function beside `dir.stem` of the site's module (or `.stem`
+  // from the same directory); another module's function of that name is not it.
+  auto means = [&](const std::string& file, const std::vector<std::string_view>& lines, const std::string& function) {
+    for (const fs::path& home : homes[function]) {
+      if (fs::path(file) == home) return true;
+      std::string stem = home.stem().string(), dotted = home.parent_path().filename().string() + "." + stem;
+      bool same_dir = fs::path(file).parent_path() == home.parent_path();
+      for (std::string_view l : lines) {
+        if (!l.starts_with("from ") || l.find(function) == std::string_view::npos) continue;
+        if (l.find(dotted + " ") != std::string_view::npos || (same_dir && l.starts_with("from ." + stem + " ")))
+          return true;
+      }
+    }
+    return false;
+  };
+  std::map<std::string, std::pair<std::string, std::string>, std::less<>> calls;  // -> first (place, switch)
+  std::set<std::string, std::less<>> unswitched;
+  if (!functions.empty())
+    each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
+      if (!python || python::file_kind(file)) return;
+      bool any = false;
+      for (const std::string& f : functions) any = any || text.find(f + "(") != std::string_view::npos;
+      if (!any) return;
+      std::vector<std::string_view> lines = lines_of(text);
+      std::map<std::string_view, bool> meant;
+      words(text, true, [&](std::string_view w, size_t offset, size_t line) {
+        auto f = functions.find(w);
+        if (f == functions.end() || offset + w.size() >= text.size() || text[offset + w.size()] != '(') return;
+        // `training.compile_model(...)`: through the site's module or its package.
+        bool through_module = false;
+        if (offset > 0 && text[offset - 1] == '.') {
+          size_t b = offset - 1;
+          while (b > 0 && word_char(text[b - 1])) --b;
+          std::string_view receiver = text.substr(b, offset - 1 - b);
+          for (const fs::path& home : homes[*f])
+            through_module |= receiver == home.stem().string() || receiver == home.parent_path().filename().string();
+        }
+        auto m = meant.find(w);
+        if (m == meant.end()) m = meant.emplace(w, means(file, lines, *f)).first;
+        if (!m->second && !through_module) return;
+        std::string_view s = stripped(lines[line]);
+        if (keyword(s, "def") || keyword(s, "async")) return;
+        std::string under = switch_over(lines, line);
+        auto& [place, first] = calls[*f];
+        if (under.empty()) unswitched.insert(*f);
+        else if (first.empty()) place = where_in(root, file, line), first = under;
+      });
+    });
+  std::vector<CompileSite> kept;
+  for (CompileSite& site : project.compiles) {
+    auto c = calls.find(site.function);
+    if (site.function.empty() || c == calls.end() || unswitched.count(site.function)) {
+      kept.push_back(std::move(site));
+      continue;
+    }
+    site.under = c->second.second;
+    site.via = "`" + site.function + "` called at " + c->second.first;
+    if (!project.compiles_opt_in || site.file < project.compiles_opt_in->file) project.compiles_opt_in = site;
+  }
+  std::sort(kept.begin(), kept.end(), [](const CompileSite& a, const CompileSite& b) {
+    return std::tie(a.file, a.line) < std::tie(b.file, b.line);
+  });
+  project.compiles = std::move(kept);
 }
 
 // Which top-level definitions of the project something it runs reaches, into
@@ -200,6 +285,7 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
       });
       if (whole) read.insert(root);
     }
+    if (read.count(root) && !project.compiles.empty()) switch_through_callers(root, project);
     project.texts = {};
   }
   Demoted demoted;
@@ -253,17 +339,18 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
       if (where.empty()) where = fs::path(site.file).filename();
       return where.generic_string() + ":" + std::to_string(site.line) + ": `" + site.code + "`";
     };
-    if (project.compiles) {
+    if (!project.compiles.empty()) {
       demote(f, "compiled",
-             "compiled: the project hands its model to torch.compile by default (" + at(*project.compiles) +
+             "compiled: the project hands its model to torch.compile by default (" + at(project.compiles.front()) +
                  "), which fuses these ops");
       ++demoted.compiled;
     } else if (project.compiles_opt_in) {
       // Behind a switch that is off unless set: the finding stands (the eager path is what
       // runs by default), and says that turning the switch on is a fix the project has.
       Evidence e;
-      e.text = "the project compiles its model behind a switch (" + at(*project.compiles_opt_in) + ", under `" +
-               project.compiles_opt_in->under + "`): turning it on fuses this too";
+      const CompileSite& site = *project.compiles_opt_in;
+      e.text = "the project compiles its model behind a switch (" + at(site) + (site.via.empty() ? "" : ", through " + site.via) +
+               ", under `" + site.under + "`): turning it on fuses this too";
       f.evidence.push_back(std::move(e));
     }
   }

@@ -111,6 +111,38 @@ TEST_F(DriverCompiledProject, AnOptInCompileKeepsTheFindingAndSaysSo) {
   }
 }
 
+TEST_F(DriverCompiledProject, ASwitchAtTheCallerOfTheCompilingFunctionCounts) {
+  const std::string helper = "def apply_compile(model):\n    for block in model.blocks:\n        block.compile()\n";
+  for (const auto& [call, opt_in] : std::vector<std::pair<std::string, bool>>{
+           {"from pkg.compiling import apply_compile\n\nif cfg.compile.enable:\n    apply_compile(model)\n", true},
+           {"from pkg import compiling\n\nif cfg.compile.enable:\n    compiling.apply_compile(model)\n", true},
+           {"from pkg.compiling import apply_compile\n\napply_compile(model)\n", false},
+           // another module's function of the same name, called unconditionally, is not this one
+           {"from pkg.compiling import apply_compile\nfrom other.compile import apply_compile as ac\n\n"
+            "if cfg.compile.enable:\n    apply_compile(model)\n", true}}) {
+    TempDir dir;
+    project(dir, call);
+    dir.write("pkg/compiling.py", helper);
+    dir.write("other/compile.py", "def apply_compile(model):\n    return model\n");
+    dir.write("other/run.py", "from other.compile import apply_compile\n\napply_compile(None)\n");
+    DriverOptions options;
+    options.show_demoted = true;
+    Report report = analyze_paths({dir.path().string()}, engine(), options);
+    const Finding* norm = of(report, "NRM002");
+    ASSERT_NE(norm, nullptr) << call;
+    if (!opt_in) {
+      EXPECT_EQ(norm->context_kind, "compiled") << call;
+      continue;
+    }
+    EXPECT_TRUE(norm->context.empty()) << call << norm->context;
+    auto it = std::find_if(norm->evidence.begin(), norm->evidence.end(), [](const Evidence& e) {
+      return e.text.find("through `apply_compile` called at pkg/train.py:") != std::string::npos &&
+             e.text.find("under `if cfg.compile.enable:`") != std::string::npos;
+    });
+    EXPECT_NE(it, norm->evidence.end()) << call;
+  }
+}
+
 TEST_F(DriverCompiledProject, ModuleCompileOfItsBlocksCounts) {
   TempDir dir;
   project(dir, "for block in model.layers:\n    block.compile(backend=\"inductor\")\n");
