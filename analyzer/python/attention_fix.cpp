@@ -169,7 +169,8 @@ class FixPass : private AttentionSyntax {
     std::vector<Term> terms;
     std::vector<std::string> attend;  // boolean masks, True where a key is attended
     std::vector<std::string> masked;  // the same, True where a key is masked
-    bool causal = false, reshaped = false, unspelled = false, optional_masks = false;
+    bool causal = false, reshaped = false, optional_masks = false;
+    std::vector<std::string> unspelled;  // lines of terms and masks too long or split to write in the fix
     ir::NodeId below = s;
     for (ir::NodeId id : score_path) {
       const ir::Node& n = fn.nodes[id];
@@ -211,7 +212,7 @@ class FixPass : private AttentionSyntax {
           }
           Term t;
           TSNode tn = added_term(fn, id, prev);
-          if (ts_node_is_null(tn) || !writable(text(tn), kMaxTerm)) unspelled = true;
+          if (ts_node_is_null(tn) || !writable(text(tn), kMaxTerm)) unspelled.push_back(line(n.range));
           else t.text = std::string(text(tn));
           t.conditional = conditional(fn, n, t.text);
           terms.push_back(t);
@@ -223,7 +224,7 @@ class FixPass : private AttentionSyntax {
           // masked_fill(cond, -inf) or where(cond, scores, -inf).
           TSNode call = unparen(exact(n.range));
           if (ts_node_is_null(call) || ts_node_symbol(call) != S.call) {
-            unspelled = true;
+            unspelled.push_back(line(n.range));
             continue;
           }
           TSNode object{};
@@ -234,7 +235,7 @@ class FixPass : private AttentionSyntax {
           if (name == "where" && as.size() == 3) cond = as[0];
           else if (name == "masked_fill" || name == "masked_fill_") cond = method && as.size() == 2 ? as[0] : as.size() == 3 ? as[1] : TSNode{};
           if (ts_node_is_null(cond) || !writable(text(cond), kMaxTerm)) {
-            unspelled = true;
+            unspelled.push_back(line(n.range));
             continue;
           }
           if (const ir::Attr* v = n.attr("value"); v && std::holds_alternative<double>(*v) && std::get<double>(*v) > -1e4) {
@@ -268,7 +269,7 @@ class FixPass : private AttentionSyntax {
           continue;
         }
         TSNode tn = added_term(fn, id, prev);
-        if (ts_node_is_null(tn) || !writable(text(tn), kMaxTerm)) unspelled = true;
+        if (ts_node_is_null(tn) || !writable(text(tn), kMaxTerm)) unspelled.push_back(line(n.range));
         else t.text = std::string(text(tn));
         t.conditional = conditional(fn, n, t.text);
         terms.push_back(t);
@@ -304,8 +305,6 @@ class FixPass : private AttentionSyntax {
     if (reshaped && (!terms.empty() || !attend.empty()))
       why_not("a mask or bias is added to the scores in another view (they are reshaped between the product and the "
               "softmax: window masks, 3-D bmm scores viewed as 4-D): q, k, v and the mask would need one layout");
-    if (unspelled)
-      why_not("a term added to or masking the scores is not written as one expression mlsem can pass as attn_mask");
 
     // Other uses of the scores and the probabilities: SDPA returns neither.
     std::set<ir::NodeId> chain(score_path.begin(), score_path.end());
@@ -533,6 +532,15 @@ class FixPass : private AttentionSyntax {
     if (!conditional.empty() && !masked.empty() && !floats.empty()) optional_masks = true;
     if (optional_masks && (!floats.empty() || masked.size() > 1))
       notes.push_back("a mask applied only when it is not None: leave it out then");
+    // A term or mask mlsem cannot write here (split over lines, or long) still goes into
+    // attn_mask: SDPA can take it; the maintainer spells it.
+    if (!unspelled.empty()) {
+      std::string at;
+      for (const std::string& l : unspelled) at += (at.empty() ? "" : ", ") + l;
+      std::string what = "the masking of line" + std::string(unspelled.size() > 1 ? "s " : " ") + at;
+      if (mask.empty()) mask = "<" + what + " as one mask>";
+      else notes.push_back("fold " + what + " into attn_mask too");
+    }
     if (has_bias && !mask.empty())
       notes.push_back("a float attn_mask: SDPA runs its memory-efficient or math kernel, not flash");
     if (causal && !mask.empty()) {
