@@ -5,13 +5,16 @@ the standard deviation with eps outside (`/ (std + eps)`, as in the Annotated
 Transformer), a functional version on torch.* calls with the variance taken as the
 mean of squares of the centered input and an affine step on the same line, and two
 standardizations that are not layer norms: feature-wise over the batch dimension and
-one global normalization of a 1-D advantage vector in an RL update.
+one global normalization of a 1-D advantage vector in an RL update, and a per-row
+z-score of rewards (GRPO's group normalization, OpenRLHF).
 
 Expected findings:
 - NRM001 in VarLayerNorm.forward, StdLayerNorm.forward and layer_norm_fn, on the line
   computing the normalized output.
-Not expected: NRM001 in standardize_features (dim 0, across samples) and
-normalize_advantages (all elements of a vector): F.layer_norm is not their fix.
+Not expected: NRM001 in standardize_features (dim 0, across samples),
+normalize_advantages (all elements of a vector) and group_normalize_rewards (over the last
+dim, but a z-score with no learned scale of a few rewards per prompt): F.layer_norm is not
+their fix.
 Nor FUS003 there: only the subtract and the divide run on the full tensor (the eps
 add is on the reduced statistics).
 """
@@ -73,3 +76,8 @@ def standardize_features(x: torch.Tensor) -> torch.Tensor:
 def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
     """PPO advantage normalization over the whole rollout."""
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)  # ok: NRM001, FUS003
+
+
+def group_normalize_rewards(rewards: torch.Tensor) -> torch.Tensor:
+    """GRPO: each prompt's sampled rewards as z-scores within the prompt's group."""
+    return (rewards - rewards.mean(-1, keepdim=True)) / (rewards.std(-1, keepdim=True) + 1e-9)  # ok: NRM001, FUS003
