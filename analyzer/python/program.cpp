@@ -30,8 +30,9 @@ using program::test_path;
 bool periodic_condition(std::string_view c) {
   if (contains(c, "%")) return true;  // step % log_interval == 0
   if (contains(c, "== 0") || contains(c, "==0") || contains(c, "== 1")) return true;  // i == 0
+  // ... or a helper named so: `divisible_by(step, validate_every)`.
   for (std::string_view w : {"log", "verbose", "debug", "print", "report", "display", "save", "checkpoint",
-                             "is_last", "last_step", "should_", "eval", "profil"})
+                             "is_last", "last_step", "should_", "eval", "profil", "divisible"})
     if (contains(c, w)) return true;
   return false;
 }

@@ -6,8 +6,9 @@ environment, a benchmark that times steps with torch.cuda.synchronize(), a unit
 test asserting on a gradient, and a non-finite-loss abort (DETR, DINO, ConvNeXt style)
 whose value is bound to a name, then tested before sys.exit(); a GAN-style loop that
 prints its statistics on every step by design, multi-scale training that draws an
-image size with int(imgsz * 0.5), a validation pass nested under a periodic guard, and a
-checkpoint written under its own interval.
+image size with int(imgsz * 0.5), a validation pass nested under a periodic guard, a
+checkpoint written under its own interval, and a read under `if divisible_by(i, eval_every):`
+(x-transformers' helper for the interval test).
 
 Expected findings:
 - SYN001 on the per-step accuracy read (`.item()` on every step, in the else branch
@@ -112,3 +113,9 @@ def train_gan(netD, netG, loader, optD, optG, device, imgsz=640, eval_every=1000
                 correct += (netD(x.to(device)) > 0).sum().item()  # ok: SYN001
         if i % save_every == 0:
             save_checkpoint(netG, "netG.pt")
+        if divisible_by(i, eval_every):
+            print(f"validation D(x) {netD(real).mean().item():.4f}")  # ok: SYN001
+
+
+def divisible_by(num, den):
+    return (num % den) == 0
