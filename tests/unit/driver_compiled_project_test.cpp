@@ -40,6 +40,20 @@ class DriverCompiledProject : public test_support::RepoEngine {
     auto it = std::find_if(r.findings.begin(), r.findings.end(), [&](const Finding& f) { return f.rule == rule; });
     return it == r.findings.end() ? nullptr : &*it;
   }
+  // The NRM002 finding of the project in `dir`, analyzed with demoted findings shown.
+  const Finding* shown_norm(TempDir& dir) {
+    DriverOptions options;
+    options.show_demoted = true;
+    report_ = analyze_paths({dir.path().string()}, engine(), options);
+    return of(report_, "NRM002");
+  }
+  // Whether an evidence line of `f` holds `a` and `b`.
+  static bool says(const Finding& f, std::string_view a, std::string_view b = "") {
+    return std::any_of(f.evidence.begin(), f.evidence.end(), [&](const Evidence& e) {
+      return e.text.find(a) != std::string::npos && e.text.find(b) != std::string::npos;
+    });
+  }
+  Report report_;
   // A project: the model module, imported by a training script holding `train`.
   static void project(TempDir& dir, const std::string& train, const std::string& test = "") {
     dir.write(".git/HEAD", "ref: refs/heads/main\n");
@@ -85,16 +99,10 @@ TEST_F(DriverCompiledProject, AnOptInCompileKeepsTheFindingAndSaysSo) {
         std::string("try:\n    model = torch.compile(model)\nexcept RuntimeError:\n    pass\n")}) {
     TempDir dir;
     project(dir, train);
-    DriverOptions options;
-    options.show_demoted = true;
-    Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
-    const Finding* norm = of(norm_report, "NRM002");
+    const Finding* norm = shown_norm(dir);
     ASSERT_NE(norm, nullptr) << train;
     EXPECT_TRUE(norm->context.empty()) << train << norm->context;
-    auto it = std::find_if(norm->evidence.begin(), norm->evidence.end(), [](const Evidence& e) {
-      return e.text.find("compiles its model behind a switch (pkg/train.py:") != std::string::npos;
-    });
-    ASSERT_NE(it, norm->evidence.end()) << train;
+    EXPECT_TRUE(says(*norm, "compiles its model behind a switch (pkg/train.py:")) << train;
   }
   // A switch on by default (`compile = True` at the top, nanoGPT's form) or the script's
   // main guard is no opt-in.
@@ -102,10 +110,7 @@ TEST_F(DriverCompiledProject, AnOptInCompileKeepsTheFindingAndSaysSo) {
                                    std::string("if __name__ == \"__main__\":\n    model = torch.compile(model)\n")}) {
     TempDir dir;
     project(dir, train);
-    DriverOptions options;
-    options.show_demoted = true;
-    Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
-    const Finding* norm = of(norm_report, "NRM002");
+    const Finding* norm = shown_norm(dir);
     ASSERT_NE(norm, nullptr) << train;
     EXPECT_EQ(norm->context_kind, "compiled") << train;
   }
@@ -125,31 +130,21 @@ TEST_F(DriverCompiledProject, ASwitchAtTheCallerOfTheCompilingFunctionCounts) {
     dir.write("pkg/compiling.py", helper);
     dir.write("other/compile.py", "def apply_compile(model):\n    return model\n");
     dir.write("other/run.py", "from other.compile import apply_compile\n\napply_compile(None)\n");
-    DriverOptions options;
-    options.show_demoted = true;
-    Report report = analyze_paths({dir.path().string()}, engine(), options);
-    const Finding* norm = of(report, "NRM002");
+    const Finding* norm = shown_norm(dir);
     ASSERT_NE(norm, nullptr) << call;
     if (!opt_in) {
       EXPECT_EQ(norm->context_kind, "compiled") << call;
       continue;
     }
     EXPECT_TRUE(norm->context.empty()) << call << norm->context;
-    auto it = std::find_if(norm->evidence.begin(), norm->evidence.end(), [](const Evidence& e) {
-      return e.text.find("through `apply_compile` called at pkg/train.py:") != std::string::npos &&
-             e.text.find("under `if cfg.compile.enable:`") != std::string::npos;
-    });
-    EXPECT_NE(it, norm->evidence.end()) << call;
+    EXPECT_TRUE(says(*norm, "through `apply_compile` called at pkg/train.py:", "under `if cfg.compile.enable:`")) << call;
   }
 }
 
 TEST_F(DriverCompiledProject, ModuleCompileOfItsBlocksCounts) {
   TempDir dir;
   project(dir, "for block in model.layers:\n    block.compile(backend=\"inductor\")\n");
-  DriverOptions options;
-  options.show_demoted = true;
-  Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
-  const Finding* norm = of(norm_report, "NRM002");
+  const Finding* norm = shown_norm(dir);
   ASSERT_NE(norm, nullptr);
   EXPECT_EQ(norm->context_kind, "compiled");
   EXPECT_NE(norm->context.find("block.compile(backend"), std::string::npos) << norm->context;
@@ -166,10 +161,7 @@ TEST_F(DriverCompiledProject, CompilingALossAnAttentionKernelOrATestsModelIsNot)
                                    std::string("SEED = \"model = torch.compile(model)\\n\"\n")}) {
     TempDir dir;
     project(dir, train, "import torch\nfrom pkg.model import RMSNorm\n\nmodel = RMSNorm(8)\nmodel = torch.compile(model)\n");
-    DriverOptions options;
-    options.show_demoted = true;
-    Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
-    const Finding* norm = of(norm_report, "NRM002");
+    const Finding* norm = shown_norm(dir);
     ASSERT_NE(norm, nullptr) << train;
     EXPECT_TRUE(norm->context.empty()) << train << norm->context;
   }
@@ -177,10 +169,7 @@ TEST_F(DriverCompiledProject, CompilingALossAnAttentionKernelOrATestsModelIsNot)
   TempDir dir;
   project(dir, "");
   dir.write("examples/demo.py", "import torch\nfrom pkg.model import RMSNorm\n\nmodel = torch.compile(RMSNorm(8).cuda())\nmodel = torch.compile(model)\n");
-  DriverOptions options;
-  options.show_demoted = true;
-  Report norm_report = analyze_paths({dir.path().string()}, engine(), options);
-  const Finding* norm = of(norm_report, "NRM002");
+  const Finding* norm = shown_norm(dir);
   ASSERT_NE(norm, nullptr);
   EXPECT_TRUE(norm->context.empty()) << norm->context;
 }
