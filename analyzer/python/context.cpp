@@ -468,6 +468,13 @@ std::optional<std::pair<std::string, std::string>> file_kind(std::string_view pa
       return std::make_pair(std::string("reference"),
                             std::string("op definition: PyTorch's own reference, decomposition or compiler pattern (") +
                                 std::string(ref).substr(1) + ") defines the op rather than using it");
+  // Code a project vendors from elsewhere (OLMo's inference/compression/dependencies/AutoGPTQ,
+  // a third_party/ checkout): its maintainers are upstream.
+  for (const char* dir : {"/third_party/", "/third-party/", "/thirdparty/", "/3rdparty/", "/vendor/", "/vendored/",
+                          "/_vendor/", "/dependencies/"})
+    if (contains(dir_path, dir))
+      return std::make_pair(std::string("vendored"), std::string("vendored code: the file is under a ") + (dir + 1) +
+                                                         " directory, maintained upstream");
   if ((base.starts_with("test_") && base.ends_with(".py")) || base.ends_with("_test.py") || base == "conftest.py")
     return std::make_pair(std::string("test"), "test code: `" + std::string(base) + "` is a test file");
   for (const char* dir : {"/tests/", "/test/", "/testing/"})

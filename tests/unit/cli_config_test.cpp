@@ -135,12 +135,12 @@ TEST(CliConfig, ExcludesAndGitignore) {
   fs::create_directories(dir / ".git");
   dir.write("attn.py", kAttention);
   dir.write("generated/attn.py", kAttention);
-  dir.write("vendor/lib/attn.py", kAttention);
+  dir.write("copied/lib/attn.py", kAttention);
   dir.write("scratch_attn.py", kAttention);
   dir.write("keep/scratch_keep.py", kAttention);
   dir.write(".gitignore", "generated/\nscratch_*.py\n");
   dir.write("keep/.gitignore", "!scratch_keep.py\n");
-  dir.write("mlsem.toml", "extend-exclude = [\"vendor\"]\n");
+  dir.write("mlsem.toml", "extend-exclude = [\"copied\"]\n");
   EXPECT_EQ(found(".", dir.str()), (Found{{"attn.py", "ATT001"}, {"keep/scratch_keep.py", "ATT001"}}));
   dir.write("mlsem.toml", "respect-gitignore = false\n");
   EXPECT_EQ(found(".", dir.str()).size(), 5u);

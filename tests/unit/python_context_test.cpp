@@ -23,7 +23,12 @@ TEST(PythonContext, FileKindsFromPaths) {
   for (const char* p : {"/usr/lib/python3/dist-packages/torch/_refs/nn/functional/__init__.py",
                         "torch/_decomp/decompositions.py"})
     EXPECT_EQ(python::file_kind(p).value_or(std::make_pair(std::string("none"), std::string())).first, "reference") << p;
-  for (const char* p : {"models/llama.py", "contest.py", "latest/model.py", "attest_model.py", "testing_utils.py"})
+  for (const char* p : {"third_party/apex/normalization/fused_layer_norm.py",
+                        "inference/compression/dependencies/AutoGPTQ/examples/peft/train.py", "pkg/_vendor/six.py",
+                        "vendor/megatron/model.py"})
+    EXPECT_EQ(python::file_kind(p).value_or(std::make_pair(std::string("none"), std::string())).first, "vendored") << p;
+  for (const char* p : {"models/llama.py", "contest.py", "latest/model.py", "attest_model.py", "testing_utils.py",
+                        "vendors/model.py", "party/third.py"})
     EXPECT_FALSE(python::file_kind(p)) << p;
   ir::Module m = python::build_ir(SourceFile{"tests/test_x.py", "def f(x):\n    return x\n"});
   EXPECT_EQ(std::get<std::string>(m.attrs.at("file_kind")), "test");
