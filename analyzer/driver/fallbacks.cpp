@@ -44,8 +44,16 @@ bool branch_header(std::string_view s) {
 
 std::optional<Beside> beside_fused(const std::vector<std::string_view>& lines, size_t at, std::string_view name) {
   std::string_view here = lines[at];
-  if (here.find(" if ") != std::string_view::npos && here.find(" else ") != std::string_view::npos) {
-    std::string f = fused_in(here, name);  // Fused if fuse else Plain
+  // `Fused if fuse else Plain`: the other value, not the condition (`X() if fused else gelu`
+  // names no fused implementation).
+  if (size_t i = here.find(" if "), e = here.find(" else ", i == std::string_view::npos ? 0 : i);
+      i != std::string_view::npos && e != std::string_view::npos) {
+    std::string_view first = here.substr(0, i), second = here.substr(e + 6);
+    bool in_second = false;  // `name` as a whole word in the else value
+    for (size_t k = second.find(name); k != std::string_view::npos && !in_second; k = second.find(name, k + 1))
+      in_second = (k == 0 || !word_char(second[k - 1])) &&
+                  (k + name.size() == second.size() || !word_char(second[k + name.size()]));
+    std::string f = fused_in(in_second ? first : second, name);
     if (!f.empty()) return Beside{at, f};
   }
   size_t level = indent(here);

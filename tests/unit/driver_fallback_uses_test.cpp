@@ -144,6 +144,14 @@ TEST(FallbackBranches, BesideFused) {
   EXPECT_EQ(b->fused, "fused_op");
   EXPECT_TRUE(driver::project::beside_fused(lines, 2, "fused_op") == std::nullopt);
   EXPECT_TRUE(driver::project::beside_fused(lines, 10, "y") == std::nullopt);
+  // A conditional expression: the other value counts, not the condition.
+  std::vector<std::string_view> one = {"    self.act = nn.GELU() if fused else gelu"};
+  EXPECT_TRUE(driver::project::beside_fused(one, 0, "gelu") == std::nullopt);
+  std::vector<std::string_view> two = {"    norm = FusedRMSNorm(d) if args.fast else RMSNorm(d)"};
+  ASSERT_TRUE(driver::project::beside_fused(two, 0, "RMSNorm").has_value());
+  EXPECT_EQ(driver::project::beside_fused(two, 0, "RMSNorm")->fused, "FusedRMSNorm");
+  std::vector<std::string_view> three = {"    norm = RMSNorm(d) if args.slow else FusedRMSNorm(d)"};
+  ASSERT_TRUE(driver::project::beside_fused(three, 0, "RMSNorm").has_value());
 }
 
 }  // namespace
