@@ -1,14 +1,11 @@
 // The compile step of the cross-file pass: the lines of a project that hand its model,
 // or a part of it, to torch.compile (driver/project.h).
 #include <algorithm>
-#include <cctype>
 
 #include "driver/project.h"
 
 namespace mlsem::driver::project {
 namespace {
-
-bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
 // The last attribute `expr` names, without subscripts or a call's arguments:
 // `self.model` -> model, `model.blocks[i]` -> blocks, `model_ae.encoder` -> encoder.
@@ -21,9 +18,7 @@ std::string last_name(std::string_view expr) {
   }
   size_t b = expr.size();
   while (b > 0 && word_char(expr[b - 1])) --b;
-  std::string out(expr.substr(b));
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+  return lower_ascii(expr.substr(b));
 }
 
 }  // namespace
@@ -34,11 +29,11 @@ bool names_a_model(std::string_view expr) {
   // What else projects compile: losses, optimizer steps, attention kernels, decoding steps.
   for (std::string_view other : {"loss", "fn", "func", "step", "mask", "attention", "attn", "forward", "token",
                                  "optim", "scaler", "sample", "generate", "criterion"})
-    if (has(n, other)) return false;
+    if (contains(n, other)) return false;
   if (n == "m" || n == "mod" || n == "net") return true;
   for (std::string_view part : {"model", "module", "net", "block", "layer", "encoder", "decoder", "transformer",
                                 "backbone", "trunk", "unet", "vae", "dit", "tower"})
-    if (has(n, part)) return true;
+    if (contains(n, part)) return true;
   return false;
 }
 
@@ -118,9 +113,9 @@ std::string switch_over(const std::vector<std::string_view>& lines, size_t at, s
 
 std::vector<CompileSite> compile_sites(std::string_view text) {
   std::vector<CompileSite> out;
-  if (!has(text, "compile(")) return out;
+  if (!contains(text, "compile(")) return out;
   // nn.Module.compile is torch's; Keras models have a compile(optimizer, loss) of their own.
-  bool keras = has(text, "keras");
+  bool keras = contains(text, "keras");
   std::vector<std::string_view> lines = lines_of(text);
   bool in_docstring = false;
   for (size_t line = 0; line < lines.size(); ++line) {

@@ -4,8 +4,6 @@
 // `except ImportError:` beside a `try:` importing flash-attention) is the fallback of a
 // faster path the project already has; a subclass that overrides the method does not run
 // it.
-#include <cctype>
-
 #include "driver/project.h"
 #include "engine/engine.h"
 #include "python/context.h"
@@ -15,8 +13,7 @@ namespace {
 
 // A name that says it is a fused or vendor kernel path.
 bool fused_word(std::string_view w) {
-  std::string l(w);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string l = lower_ascii(w);
   for (std::string_view part : {"fused", "liger", "triton", "xformers", "apex", "transformer_engine"})
     if (l.find(part) != std::string::npos) return true;
   return l.starts_with("flash");
@@ -49,10 +46,7 @@ std::optional<Beside> beside_fused(const std::vector<std::string_view>& lines, s
   if (size_t i = here.find(" if "), e = here.find(" else ", i == std::string_view::npos ? 0 : i);
       i != std::string_view::npos && e != std::string_view::npos) {
     std::string_view first = here.substr(0, i), second = here.substr(e + 6);
-    bool in_second = false;  // `name` as a whole word in the else value
-    for (size_t k = second.find(name); k != std::string_view::npos && !in_second; k = second.find(name, k + 1))
-      in_second = (k == 0 || !word_char(second[k - 1])) &&
-                  (k + name.size() == second.size() || !word_char(second[k + name.size()]));
+    bool in_second = !word_offsets(second, name).empty();  // `name`, a whole word, is the else value
     std::string f = fused_in(in_second ? first : second, name);
     if (!f.empty()) return Beside{at, f};
   }
@@ -109,19 +103,12 @@ bool overrides(const std::vector<std::string_view>& lines, size_t header, std::s
 
 namespace {
 
-// How the project uses one top-level definition.
-struct Uses {
-  bool plain = false;                 // a use not beside a fused implementation
-  std::optional<std::string> beside;  // the first use beside one, in words
-  std::optional<std::string> subclass;  // the first subclass that overrides the method, in words
-};
-
 // The lines of `lines` that are imports or `__all__` entries (a re-export is no use).
 std::vector<char> exports(const std::vector<std::string_view>& lines) {
   std::vector<char> out(lines.size(), 0);
   char open = 0;  // the closing bracket of an import or __all__ spanning lines
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::string_view s = lines[i].substr(std::min(lines[i].size(), lines[i].find_first_not_of(" \t")));
+    std::string_view s = stripped(lines[i]);
     if (open) {
       out[i] = 1;
       if (s.find(open) != std::string_view::npos) open = 0;
@@ -137,98 +124,94 @@ std::vector<char> exports(const std::vector<std::string_view>& lines) {
   return out;
 }
 
-std::string where(const fs::path& root, const std::string& file, size_t line) {
-  fs::path rel = fs::path(file).lexically_relative(root);
-  if (rel.empty() || rel.begin()->string() == "..") rel = fs::path(file).filename();
-  return rel.generic_string() + ":" + std::to_string(line + 1);
+// A finding's top-level definition and the method it is in: `RMSNorm.forward` gives
+// (RMSNorm, forward), `rope` (rope, "").
+std::pair<std::string, std::string> split(const std::string& fn) {
+  size_t dot = fn.find('.');
+  std::string method = dot == std::string::npos ? "" : fn.substr(dot + 1, fn.find('.', dot + 1) - dot - 1);
+  return {fn.substr(0, dot), method};
 }
 
 }  // namespace
 
-size_t demote_fallback_uses(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
-                            const std::set<std::string, std::less<>>& rules, bool unused) {
-  // Candidates: a finding not demoted, of a rule that `fallback` demotes, in a top-level
-  // definition: its name, and the method it is in (`forward` of `RMSNorm.forward`).
-  std::map<fs::path, std::map<std::string, std::set<std::string>, std::less<>>> wanted;  // root -> name -> methods
-  auto split = [](const std::string& fn) {
-    size_t dot = fn.find('.');
-    std::string method = dot == std::string::npos ? "" : fn.substr(dot + 1, fn.find('.', dot + 1) - dot - 1);
-    return std::pair{fn.substr(0, dot), method};
-  };
-  auto candidate = [&](const Finding& f) {
-    return f.context.empty() && !f.function.empty() && f.function != "<module>" && rules.count(f.rule) &&
-           root_of.count(f.path);
-  };
+FallbackUses::FallbackUses(const std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
+                           const std::set<std::string, std::less<>>& rules)
+    : rules_(rules), root_of_(root_of) {
   for (const Finding& f : findings)
     if (candidate(f)) {
       auto [name, method] = split(f.function);
-      wanted[root_of.at(f.path)][name].insert(method);
+      wanted_[root_of.at(f.path)][name].insert(method);
     }
-  std::map<std::pair<fs::path, std::string>, Uses> uses;  // (root, name "#" method)
-  std::set<fs::path> read;
-  for (const auto& [root, names] : wanted) {
-    Project none;
-    bool whole = each_file(root, none, [&](const std::string& file, std::string_view text, bool python) {
-      if (!python) {  // a configuration file naming it builds it
-        words(text, false, [&](std::string_view w, size_t, size_t) {
-          auto n = names.find(w);
-          if (n != names.end())
-            for (const std::string& m : n->second) uses[{root, n->first + "#" + m}].plain = true;
-        });
-        return;
-      }
-      bool any = false;
-      for (const auto& [name, methods] : names) any = any || text.find(name) != std::string_view::npos;
-      if (!any) return;
-      bool test = python::file_kind(file).has_value();
-      std::vector<std::string_view> lines = lines_of(text);
-      std::vector<char> skip = exports(lines);
-      std::vector<Definition> defs = top_definitions(text);
-      for (const Definition& d : defs)  // a registry builds a decorated definition by name
-        if (auto n = names.find(d.name); n != names.end() && d.decorated)
-          for (const std::string& m : n->second) uses[{root, n->first + "#" + m}].plain = true;
-      words(text, true, [&](std::string_view w, size_t offset, size_t line) {
-        auto n = names.find(w);
-        if (n == names.end() || skip[line] || test) return;
-        const Definition* d = enclosing(defs, line);
-        if (d && d->name == w) return;  // its own definition (or another of that name)
-        std::string_view s = lines[line].substr(std::min(lines[line].size(), lines[line].find_first_not_of(" \t")));
-        size_t column = offset - static_cast<size_t>(s.data() - text.data());  // of the word, in `s`
-        bool base = keyword(s, "class") && s.find('(') < column;
-        std::optional<Beside> b = base ? std::nullopt : beside_fused(lines, line, w);
-        for (const std::string& m : n->second) {
-          Uses& u = uses[{root, n->first + "#" + m}];
-          if (base && !m.empty() && overrides(lines, line, m)) {
-            if (!u.subclass) {
-              std::string sub(s.substr(6, s.find('(') - 6));
-              u.subclass = "`" + sub + "` (" + where(root, file, line) + "), which overrides `" + m + "`";
-            }
-          } else if (b) {
-            if (!u.beside)
-              u.beside = where(root, file, line) + ", in a branch beside `" + b->fused + "` (line " +
-                         std::to_string(b->line + 1) + ")";
-          } else {
-            u.plain = true;
-          }
-        }
-      });
+}
+
+bool FallbackUses::candidate(const Finding& f) const {
+  return f.context.empty() && !f.function.empty() && f.function != "<module>" && rules_.count(f.rule) &&
+         root_of_.count(f.path);
+}
+
+void FallbackUses::scan(const fs::path& root, const std::string& file, std::string_view text, bool python) {
+  auto w = wanted_.find(root);
+  if (w == wanted_.end()) return;
+  const auto& names = w->second;
+  auto each_method = [&](std::map<std::string, std::set<std::string>, std::less<>>::const_iterator n, auto f) {
+    for (const std::string& m : n->second) f(uses_[{root, n->first + "#" + m}], m);
+  };
+  if (!python) {  // a configuration file naming it builds it
+    words(text, false, [&](std::string_view word, size_t, size_t) {
+      if (auto n = names.find(word); n != names.end()) each_method(n, [](Uses& u, const std::string&) { u.plain = true; });
     });
-    if (whole) read.insert(root);
+    return;
   }
+  bool any = false;
+  for (const auto& [name, methods] : names) any = any || contains(text, name);
+  if (!any) return;
+  bool test = python::file_kind(file).has_value();
+  std::vector<std::string_view> lines = lines_of(text);
+  std::vector<char> skip = exports(lines);
+  std::vector<Definition> defs = top_definitions(text);
+  for (const Definition& d : defs)  // a registry builds a decorated definition by name
+    if (auto n = names.find(d.name); n != names.end() && d.decorated)
+      each_method(n, [](Uses& u, const std::string&) { u.plain = true; });
+  words(text, true, [&](std::string_view word, size_t offset, size_t line) {
+    auto n = names.find(word);
+    if (n == names.end() || skip[line] || test) return;
+    const Definition* d = enclosing(defs, line);
+    if (d && d->name == word) return;  // its own definition (or another of that name)
+    std::string_view s = stripped(lines[line]);
+    size_t column = offset - static_cast<size_t>(s.data() - text.data());  // of the word, in `s`
+    bool base = keyword(s, "class") && s.find('(') < column;
+    std::optional<Beside> b = base ? std::nullopt : beside_fused(lines, line, word);
+    each_method(n, [&](Uses& u, const std::string& m) {
+      if (base && !m.empty() && overrides(lines, line, m)) {
+        if (!u.subclass)
+          u.subclass = "`" + std::string(s.substr(6, s.find('(') - 6)) + "` (" + where_in(root, file, line) +
+                       "), which overrides `" + m + "`";
+      } else if (b) {
+        if (!u.beside)
+          u.beside = where_in(root, file, line) + ", in a branch beside `" + b->fused + "` (line " +
+                     std::to_string(b->line + 1) + ")";
+      } else {
+        u.plain = true;
+      }
+    });
+  });
+}
+
+size_t FallbackUses::demote(std::vector<Finding>& findings, const std::set<fs::path>& read, bool unused) const {
   size_t demoted = 0;
   for (Finding& f : findings) {
-    if (!candidate(f) || !read.count(root_of.at(f.path))) continue;
+    if (!candidate(f) || !read.count(root_of_.at(f.path))) continue;
     auto [name, method] = split(f.function);
-    auto u = uses.find({root_of.at(f.path), name + "#" + method});
-    if (u == uses.end() || u->second.plain) continue;
+    auto u = uses_.find({root_of_.at(f.path), name + "#" + method});
+    if (u == uses_.end() || u->second.plain) continue;
     if (u->second.beside) {
-      demote(f, "fallback",
-             "fallback: every use of `" + name + "` in the project sits in a branch beside a fused implementation (" +
-                 *u->second.beside + "): the project's switch already selects the faster path");
+      ::mlsem::demote(f, "fallback",
+                      "fallback: every use of `" + name + "` in the project sits in a branch beside a fused "
+                      "implementation (" + *u->second.beside + "): the project's switch already selects the faster path");
     } else if (u->second.subclass && unused) {
-      demote(f, "unused",
-             "unused: only " + *u->second.subclass + " without calling it, names `" + name + "`: `" + f.function +
-                 "` never runs");
+      ::mlsem::demote(f, "unused",
+                      "unused: only " + *u->second.subclass + " without calling it, names `" + name + "`: `" +
+                          f.function + "` never runs");
     } else {
       continue;
     }

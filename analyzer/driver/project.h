@@ -250,6 +250,22 @@ inline std::string canonical(const std::string& path) {
   return ec ? path : c.string();
 }
 
+// `file`'s path under `root` (a walked path, or a canonical one), or empty.
+inline fs::path under(const fs::path& root, const std::string& file) {
+  auto inside = [](const fs::path& rel) { return !rel.empty() && rel.begin()->string() != ".."; };
+  fs::path rel = fs::path(file).lexically_relative(root);
+  if (!inside(rel)) rel = fs::path(file).lexically_relative(canonical(root.string()));
+  return inside(rel) ? rel : fs::path();
+}
+
+// `file:line` (`line` 0-based, written 1-based) under `root`, or by the file's name, for a
+// reason.
+inline std::string where_in(const fs::path& root, const std::string& file, size_t line) {
+  fs::path rel = under(root, file);
+  if (rel.empty()) rel = fs::path(file).filename();
+  return rel.generic_string() + ":" + std::to_string(line + 1);
+}
+
 constexpr size_t kMaxProjectFiles = 20000;
 constexpr uintmax_t kMaxProjectBytes = 256u << 20;
 
@@ -339,15 +355,36 @@ std::optional<Beside> beside_fused(const std::vector<std::string_view>& lines, s
 // calling the base class's (`super().method(`).
 bool overrides(const std::vector<std::string_view>& lines, size_t header, std::string_view method);
 
-// Demotes the findings of `rules` (not demoted, in a top-level definition of a file whose
-// project root `root_of` gives) every use of whose definition in the project sits beside a
-// fused implementation (`fallback`), or that only subclasses overriding the finding's
-// method name (`unused`, when `unused`). A use: a mention outside the definition itself,
-// its imports and `__all__`, and the project's tests; a mention in a configuration file,
-// and a decorated (registered) definition, are plain uses. Returns how many it demoted
-// (driver/fallbacks.cpp).
-size_t demote_fallback_uses(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
-                            const std::set<std::string, std::less<>>& rules, bool unused);
+// The fallback step (driver/fallbacks.cpp): the uses, across the project, of the
+// top-level definitions findings sit in. A finding every use of whose definition sits beside
+// a fused implementation is demoted as `fallback`; one only subclasses overriding its method
+// name, as `unused`. A use: a mention outside the definition itself, its imports and
+// `__all__`, and the project's tests; a mention in a configuration file, and a decorated
+// (registered) definition, are plain uses.
+class FallbackUses {
+ public:
+  // The candidates: findings of `rules`, not demoted, in a top-level definition of a file
+  // whose project root `root_of` gives.
+  FallbackUses(const std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
+               const std::set<std::string, std::less<>>& rules);
+  // Reads the uses in one file (Python or configuration) of the project under `root`.
+  void scan(const fs::path& root, const std::string& file, std::string_view text, bool python);
+  // Demotes the candidates that are still not demoted and whose project was read whole
+  // (`read`); only-overriding subclasses demote as `unused` when `unused`. Returns how many.
+  size_t demote(std::vector<Finding>& findings, const std::set<fs::path>& read, bool unused) const;
+
+ private:
+  struct Uses {
+    bool plain = false;                   // a use not beside a fused implementation
+    std::optional<std::string> beside;    // the first use beside one, in words
+    std::optional<std::string> subclass;  // the first subclass that overrides the method, in words
+  };
+  bool candidate(const Finding& f) const;
+  const std::set<std::string, std::less<>>& rules_;
+  const std::map<std::string, fs::path>& root_of_;
+  std::map<fs::path, std::map<std::string, std::set<std::string>, std::less<>>> wanted_;  // root -> name -> methods
+  std::map<std::pair<fs::path, std::string>, Uses> uses_;  // (root, name "#" method)
+};
 
 struct Project {
   std::map<std::string, Names> names;          // candidates, by canonical file

@@ -80,14 +80,6 @@ bool looks_up_names(std::string_view text) {
 // Whether `file`, under `root`, is in a directory of examples, samples, tutorials,
 // documentation or benchmarks: a script there compiles the model it builds for the
 // demonstration, not the project's.
-// `file`'s path under `root` (a walked path, or a canonical one), or empty.
-fs::path under(const fs::path& root, const std::string& file) {
-  auto inside = [](const fs::path& rel) { return !rel.empty() && rel.begin()->string() != ".."; };
-  fs::path rel = fs::path(file).lexically_relative(root);
-  if (!inside(rel)) rel = fs::path(file).lexically_relative(canonical(root.string()));
-  return inside(rel) ? rel : fs::path();
-}
-
 bool demonstration(const fs::path& root, const std::string& file) {
   fs::path rel = under(root, file);
   for (const fs::path& part : rel.parent_path()) {
@@ -98,16 +90,10 @@ bool demonstration(const fs::path& root, const std::string& file) {
   return false;
 }
 
-// `file:line` (1-based) under `root`, for a reason.
-std::string where_in(const fs::path& root, const std::string& file, size_t line) {
-  fs::path rel = under(root, file);
-  if (rel.empty()) rel = fs::path(file).filename();
-  return rel.generic_string() + ":" + std::to_string(line + 1);
-}
-
-// Records in `project.compiles` where `file` (outside the project's tests and
-// demonstrations) hands a model to torch.compile, keeping the first by path and line so
-// that the walk's order does not matter.
+// Records where `file` (outside the project's tests and demonstrations) hands a model to
+// torch.compile: every site that runs by default in `project.compiles` (sorted by path and
+// line once the walk is over, switch_through_callers), and the first by path behind a
+// switch in `project.compiles_opt_in`, so that the walk's order does not matter.
 void note_compiles(const fs::path& root, const std::string& file, std::string_view text, Project& project) {
   if (python::file_kind(file) || demonstration(root, file)) return;
   for (CompileSite& site : compile_sites(text)) {
@@ -200,15 +186,17 @@ void switch_through_callers(const fs::path& root, Project& project) {
 // `project.used`: a name is used when module-level code, a decorated definition, a
 // configuration file or a script (a module nothing imports) names it, or the definition
 // of a used name does. Two passes: the definitions and imports of every file, then the
-// mentions of every definition. False when the project is too large to read.
-bool reach(const fs::path& root, Project& project) {
+// mentions of every definition. `each` sees every file of the first pass (the other
+// steps' reading). False when the project is too large to read.
+template <typename Each>
+bool reach(const fs::path& root, Project& project, Each each) {
   Graph& graph = project.graph;
   std::vector<uint32_t> seeds;
   // Each Python file's definitions and import words, found once for both passes.
   std::map<std::string, std::pair<std::vector<Definition>, Names>> facts;
   bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
+    each(file, text, python);
     if (!python) return;
-    note_compiles(root, file, text, project);
     auto& [defs, imports] = facts[file];
     imports = import_words(text);
     scan_imports(imports, file, project.imports);
@@ -275,16 +263,17 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
       }
     project.texts[c] = std::move(*text);
   }
+  // One read of each project serves every step: the compile sites and the fallback uses
+  // come from the walk that reaches definitions, or from a walk of their own when no
+  // finding asks about unused code.
+  FallbackUses fallbacks(findings, root_of, pass.fallback_rules);
   std::set<fs::path> read;
   for (auto& [root, project] : projects) {
-    if (!project.names.empty()) {
-      if (reach(root, project)) read.insert(root);
-    } else {  // only compile candidates: where the project compiles its model is all it needs
-      bool whole = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
-        if (python) note_compiles(root, file, text, project);
-      });
-      if (whole) read.insert(root);
-    }
+    auto each = [&](const std::string& file, std::string_view text, bool python) {
+      if (python) note_compiles(root, file, text, project);
+      fallbacks.scan(root, file, text, python);
+    };
+    if (!project.names.empty() ? reach(root, project, each) : each_file(root, project, each)) read.insert(root);
     if (read.count(root) && !project.compiles.empty()) switch_through_callers(root, project);
     project.texts = {};
   }
@@ -328,17 +317,13 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     demote(f, "unused", why + switched);
     ++demoted.unused;
   }
-  if (!pass.fallback_rules.empty()) demoted.fallback = demote_fallback_uses(findings, root_of, pass.fallback_rules, pass.unused);
+  demoted.fallback = fallbacks.demote(findings, read, pass.unused);
   for (Finding& f : findings) {
     if (!compile_candidate(f)) continue;
     auto r = root_of.find(f.path);
     if (r == root_of.end() || !read.count(r->second)) continue;
     const Project& project = projects[r->second];
-    auto at = [&](const CompileSite& site) {
-      fs::path where = under(r->second, site.file);
-      if (where.empty()) where = fs::path(site.file).filename();
-      return where.generic_string() + ":" + std::to_string(site.line) + ": `" + site.code + "`";
-    };
+    auto at = [&](const CompileSite& site) { return where_in(r->second, site.file, site.line - 1) + ": `" + site.code + "`"; };
     if (!project.compiles.empty()) {
       demote(f, "compiled",
              "compiled: the project hands its model to torch.compile by default (" + at(project.compiles.front()) +

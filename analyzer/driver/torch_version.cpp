@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "engine/engine.h"
 
 namespace fs = std::filesystem;
 
@@ -35,17 +36,6 @@ std::string read_small(const fs::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// "1.8" before "1.13".
-bool older(const std::string& a, const std::string& b) {
-  auto parts = [](const std::string& v) {
-    int major = 0, minor = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), major);
-    if (end < v.data() + v.size()) std::from_chars(end + 1, v.data() + v.size(), minor);
-    return std::pair(major, minor);
-  };
-  return parts(a) < parts(b);
 }
 
 // The lower bounds in a specifier list: ">=2.0,<2.2" gives 2.0, "==1.8.1+cu111" 1.8,
@@ -194,7 +184,7 @@ std::optional<std::string> ci_torch_pin_in(std::string_view raw) {
     }
   }
   if (found.empty()) return std::nullopt;
-  return *std::min_element(found.begin(), found.end(), older);
+  return *std::min_element(found.begin(), found.end(), version_less);
 }
 
 namespace {
@@ -210,7 +200,7 @@ std::optional<std::string> ci_pin_at(const fs::path& root) {
   }
   std::optional<std::string> oldest;
   for (const auto& p : files)
-    if (auto v = ci_torch_pin_in(read_small(p)); v && (!oldest || older(*v, *oldest))) oldest = v;
+    if (auto v = ci_torch_pin_in(read_small(p)); v && (!oldest || version_less(*v, *oldest))) oldest = v;
   return oldest;
 }
 

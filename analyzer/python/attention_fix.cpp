@@ -535,9 +535,7 @@ class FixPass : private AttentionSyntax {
     // A term or mask mlsem cannot write here (split over lines, or long) still goes into
     // attn_mask: SDPA can take it; the maintainer spells it.
     if (!unspelled.empty()) {
-      std::string at;
-      for (const std::string& l : unspelled) at += (at.empty() ? "" : ", ") + l;
-      std::string what = "the masking of line" + std::string(unspelled.size() > 1 ? "s " : " ") + at;
+      std::string what = "the masking of line" + std::string(unspelled.size() > 1 ? "s " : " ") + join(unspelled, ", ");
       if (mask.empty()) mask = "<" + what + " as one mask>";
       else notes.push_back("fold " + what + " into attn_mask too");
     }

@@ -45,11 +45,7 @@ TSNode Builder::field(TSNode n, TSFieldId id) const {
   return f;
 }
 
-TSNode Builder::unparen(TSNode n) const {
-  while (!ts_node_is_null(n) && sym(n) == S.parenthesized_expression && ts_node_named_child_count(n) > 0)
-    n = ts_node_named_child(n, 0);
-  return n;
-}
+TSNode Builder::unparen(TSNode n) const { return python::unparen(S, n); }
 
 void Builder::diagnose(TSNode at, std::string message) {
   out_.diagnostics.push_back({file_.path, range_of(at), std::move(message)});

@@ -80,12 +80,6 @@ bool python_arithmetic(std::string_view t) {
 
 // ------------------------------------------------ int()/float() of a Python number
 
-TSNode unparen(const Syntax& S, TSNode n) {
-  while (!ts_node_is_null(n) && ts_node_symbol(n) == S.parenthesized_expression && ts_node_named_child_count(n) > 0)
-    n = ts_node_named_child(n, 0);
-  return n;
-}
-
 // A dotted chain of identifiers (`self._clip`, `cfg.training.lr`) split into its parts;
 // false for anything else (a call, a subscript).
 bool dotted_parts(const Syntax& S, const SourceFile& f, TSNode n, std::vector<std::string_view>& parts) {

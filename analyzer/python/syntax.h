@@ -94,6 +94,13 @@ inline Range range_of(TSNode n) {
 
 inline TSNode field(TSNode n, TSFieldId id) { return ts_node_child_by_field_id(n, id); }
 
+// `n` without the parentheses around it: `((x))` -> `x`.
+inline TSNode unparen(const Syntax& S, TSNode n) {
+  while (!ts_node_is_null(n) && ts_node_symbol(n) == S.parenthesized_expression && ts_node_named_child_count(n) > 0)
+    n = ts_node_named_child(n, 0);
+  return n;
+}
+
 // The named children of `n` but comments, through a cursor (ts_node_named_child(i) walks
 // from the first child: quadratic over a wide module).
 // Into `out` (cleared first).
