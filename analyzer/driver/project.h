@@ -21,6 +21,7 @@
 
 #include "core/finding.h"
 #include "core/text.h"
+#include "python/context.h"
 
 namespace mlsem::driver::project {
 
@@ -151,7 +152,9 @@ inline Names import_words(std::string_view text) {
 // The project's top-level definitions, numbered (one per name and file), and what
 // mentions each: `alive` when a line outside every undecorated top-level definition does
 // (module-level code, a decorated definition, a configuration file); `users`, the
-// undecorated definitions that do (a definition's mentions of itself don't count). A name
+// undecorated definitions that do (a definition's mentions of itself don't count); a test
+// file's mentions only set `in_tests`: what only the tests build does not run where speed
+// matters. A name
 // in a file that defines it means that definition (Python's module scope); elsewhere, any
 // definition of it (which one an import picks is not followed).
 struct Graph {
@@ -159,6 +162,7 @@ struct Graph {
   std::deque<std::string> names;
   std::vector<std::string> files;
   std::vector<char> alive;
+  std::vector<char> in_tests;  // a test file names it (which does not make it used)
   std::vector<std::vector<uint32_t>> users;
 
   uint32_t add(std::string_view name, const std::string& file) {
@@ -166,6 +170,7 @@ struct Graph {
     names.emplace_back(name);
     files.push_back(file);
     alive.push_back(0);
+    in_tests.push_back(0);
     users.emplace_back();
     uint32_t id = static_cast<uint32_t>(names.size() - 1);
     ids[names.back()].push_back(id);
@@ -256,6 +261,14 @@ inline fs::path under(const fs::path& root, const std::string& file) {
   fs::path rel = fs::path(file).lexically_relative(root);
   if (!inside(rel)) rel = fs::path(file).lexically_relative(canonical(root.string()));
   return inside(rel) ? rel : fs::path();
+}
+
+// Whether `file` is a test file of the project under `root` (python::file_kind, read on its
+// path under the root: a project kept in a directory named tests/ still has code of its own).
+inline bool test_file(const fs::path& root, const std::string& file) {
+  fs::path rel = under(root, file);
+  auto kind = python::file_kind(rel.empty() ? file : rel.generic_string());
+  return kind && kind->first == "test";
 }
 
 // `file:line` (`line` 0-based, written 1-based) under `root`, or by the file's name, for a

@@ -199,7 +199,8 @@ bool reach(const fs::path& root, Project& project, Each each) {
     if (!python) return;
     auto& [defs, imports] = facts[file];
     imports = import_words(text);
-    scan_imports(imports, file, project.imports);
+    // A module only tests import may still be used from outside, like one nothing imports.
+    if (!test_file(root, file)) scan_imports(imports, file, project.imports);
     defs = top_definitions(text);
     bool dynamic = looks_up_names(text);
     for (const Definition& d : defs) {
@@ -208,10 +209,19 @@ bool reach(const fs::path& root, Project& project, Each each) {
     }
   });
   if (!read) return false;
+  // A script's definitions (a module nothing imports) run; a test file's are the tests'.
   for (uint32_t id = 0; id < graph.names.size(); ++id)
-    if (!imported(project.imports, graph.files[id])) seeds.push_back(id);  // a script's
+    if (!imported(project.imports, graph.files[id]) && !test_file(root, graph.files[id]))
+      seeds.push_back(id);
   const Names none;
   read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
+    if (python && test_file(root, file)) {
+      words(text, true, [&](std::string_view w, size_t, size_t) {
+        if (auto it = graph.ids.find(w); it != graph.ids.end())
+          for (uint32_t id : it->second) graph.in_tests[id] = 1;
+      });
+      return;
+    }
     auto f = python ? facts.find(file) : facts.end();
     if (f == facts.end()) return scan(text, file, nullptr, none, graph);  // (a file new since the first pass: as a config)
     scan(text, file, &f->second.first, f->second.second, graph);
@@ -294,6 +304,8 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     for (uint32_t u : project.graph.users[*id]) by.insert(project.graph.names[u]);
     std::string where = "the project (its Python and configuration files under " + root.filename().string() + "/)";
     std::string why = "unused: nothing else in " + where + " names `" + name + "`: it is never built or called";
+    if (project.graph.in_tests[*id])
+      why = "unused: outside its tests, nothing else in " + where + " names `" + name + "`: only the tests build or call it";
     if (!by.empty()) {
       std::string users;
       for (const std::string& b : by) users += (users.empty() ? "`" : ", `") + b + "`";
@@ -314,7 +326,11 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
         else todo.push_back(u);
       }
     }
-    demote(f, "unused", why + switched);
+    // Switched off: the users run, but build it only under settings the project never makes.
+    if (!switched.empty())
+      why = "unused under the project's own settings: " + switched.substr(2) +
+            (project.graph.in_tests[*id] ? "; elsewhere only its tests build it" : "");
+    demote(f, "unused", why);
     ++demoted.unused;
   }
   demoted.fallback = fallbacks.demote(findings, read, pass.unused);

@@ -67,12 +67,40 @@ struct Given_at {
   uint32_t offset = 0;
   Given kind = Given::Read;
   python::Literal literal;
+  bool config = false;  // in a configuration file
+  bool test = false;    // in a test file
 };
+
+// The string members of the enum classes of Python source `text` (`class BlockType(StrEnum):`
+// with `llama = "llama"`), as `BlockType.llama` -> "llama", into `out`.
+void enum_members(std::string_view text, std::map<std::string, std::string, std::less<>>& out) {
+  if (text.find("Enum") == std::string_view::npos) return;
+  std::vector<std::string_view> lines = lines_of(text);
+  for (const Definition& d : top_definitions(text)) {
+    std::string_view header = lines[d.lines.first];
+    size_t open = header.find('(');
+    if (!header.starts_with("class ") || open == std::string_view::npos ||
+        header.find("Enum", open) == std::string_view::npos)
+      continue;
+    for (size_t i = d.lines.first + 1; i < d.lines.second && i < lines.size(); ++i) {
+      std::string_view l = stripped(lines[i]);
+      size_t n = 0;
+      while (n < l.size() && word_char(l[n])) ++n;
+      if (n == 0 || indent(lines[i]) == kBlank) continue;
+      std::string_view rest = l.substr(n);
+      while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+      if (!rest.starts_with("=") || rest.starts_with("==")) continue;
+      std::optional<python::Literal> value = python::parse_literal(rest.substr(1));
+      if (value && value->kind == python::Literal::String)
+        out.emplace(d.name + "." + std::string(l.substr(0, n)), value->text);
+    }
+  }
+}
 
 // A cheap test before parsing: whether the place on `line` (0-based; `starts`, the offsets
 // of the lines of `text`) is in a function with a parameter whose default is a literal
-// (`name=False`, `name="flash"`) that an `if` of the function, from its start to a few lines
-// past the place, names.
+// (`name=False`, `name="flash"`), or an attribute (a configuration key), that an `if` of the
+// function, from its start to a few lines past the place, names.
 bool may_be_switched(std::string_view text, const std::vector<size_t>& starts, size_t line) {
   auto line_at = [&](size_t i) {
     size_t b = starts[i], e = i + 1 < starts.size() ? starts[i + 1] - 1 : text.size();
@@ -117,7 +145,6 @@ bool may_be_switched(std::string_view text, const std::vector<size_t>& starts, s
         params.emplace(text.substr(b, e - b));
     }
   }
-  if (params.empty()) return false;
   for (size_t k = def + 1; k < starts.size() && k <= line + 12; ++k) {
     std::string_view l = line_at(k);
     // An `if` or `elif` token on the line (a statement or a conditional expression).
@@ -128,8 +155,12 @@ bool may_be_switched(std::string_view text, const std::vector<size_t>& starts, s
     };
     while (p != std::string_view::npos && !token(p)) p = l.find("if ", p + 1);
     if (p == std::string_view::npos) continue;
+    // A parameter, or a configuration key (`config.block_type`: a word after a dot).
     bool named = false;
-    words(l.substr(p), false, [&](std::string_view w, size_t, size_t) { named = named || params.count(w); });
+    std::string_view cond = l.substr(p);
+    words(cond, false, [&](std::string_view w, size_t at, size_t) {
+      named = named || params.count(w) || (at > 0 && cond[at - 1] == '.' && !std::isdigit(static_cast<unsigned char>(w[0])));
+    });
     if (named) return true;
   }
   return false;
@@ -166,7 +197,8 @@ bool switch_off(const fs::path& root, Project& project) {
     uint32_t by, name;
     std::string file;
     python::Switches switches;
-    Names tested = {};  // the parameters its guards test
+    Names tested = {};  // the parameters and keys its guards test
+    Names keys = {};    // the configuration keys among them
   };
   std::vector<Mention> found;                              // the mentions under a switch
   std::set<std::pair<uint32_t, uint32_t>> unswitched;      // (user, name) with a mention under none
@@ -227,7 +259,7 @@ bool switch_off(const fs::path& root, Project& project) {
   Names builders;
   for (Mention& m : found)
     if (!unswitched.count({m.by, m.name})) {
-      for (const python::Guard& g : m.switches.guards) python::tested(g.condition, m.tested);
+      for (const python::Guard& g : m.switches.guards) python::tested(g.condition, m.tested, &m.keys);
       for (const std::string& p : m.tested) given[p];
       builders.insert(graph.names[m.by]);
     }
@@ -239,12 +271,17 @@ bool switch_off(const fs::path& root, Project& project) {
   std::map<std::string, std::set<std::string>, std::less<>> used_in_python;
   std::map<std::string, std::set<std::string>, std::less<>> configs_of;  // builder -> configuration files
   std::map<std::string, std::set<std::string>> set_in;         // configuration file -> parameters it sets
+  std::map<std::string, std::string, std::less<>> enums;       // `Enum.member` -> its string value
   bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
     std::optional<std::vector<Definition>> defs;
+    if (python) enum_members(text, enums);
+    std::optional<bool> test;
     words(text, python, [&](std::string_view w, size_t offset, size_t line) {
       if (auto g = given.find(w); g != given.end()) {
         auto [kind, literal] = value_at(text, offset, w.size(), python);
-        if (kind != Given::Read) g->second.push_back({file, static_cast<uint32_t>(offset), kind, literal});
+        if (!test) test = test_file(root, file);
+        if (kind != Given::Read)
+          g->second.push_back({file, static_cast<uint32_t>(offset), kind, literal, !python, *test});
         if (!python) set_in[file].insert(std::string(w));
       }
       if (auto b = builders.find(w); b != builders.end()) {
@@ -280,35 +317,63 @@ bool switch_off(const fs::path& root, Project& project) {
       return false;
     };
     if (unswitched.count({m.by, m.name})) continue;
+    // An enum member is its string value; one the project's enums do not give is unknown.
+    auto resolve = [&](const python::Literal& l) -> std::optional<python::Literal> {
+      if (l.kind != python::Literal::Member) return l;
+      auto e = enums.find(l.text);
+      if (e == enums.end()) return std::nullopt;
+      return python::Literal{python::Literal::String, e->second};
+    };
     std::map<std::string, std::vector<python::Literal>, std::less<>> values;
-    for (const auto& [param, d] : m.switches.defaults) {
+    for (const std::string& param : m.tested) {
       auto g = given.find(param);
-      if (g == given.end() || !m.tested.count(param)) continue;
-      const std::vector<Given_at>& list = g->second;
+      if (g == given.end()) continue;
+      auto d = m.switches.defaults.find(param);
+      bool key = d == m.switches.defaults.end();
+      if (key && !m.keys.count(param)) continue;
+      // A configuration key's values: what the project's code and configuration give it
+      // outside its tests, when one of its configuration files sets it (else its values come
+      // from outside the project: a downloaded config, a caller).
+      if (key && std::none_of(g->second.begin(), g->second.end(),
+                              [](const Given_at& at) { return at.config && at.kind == Given::Value; }))
+        continue;
       bool unknown = false;
       std::vector<python::Literal>& v = values[param];
-      for (const Given_at& at : list) {
+      for (const Given_at& at : g->second) {
         if (auto o = m.switches.default_offsets.find(param);
-            at.file == m.file && o != m.switches.default_offsets.end() && o->second == at.offset)
+            !key && at.file == m.file && o != m.switches.default_offsets.end() && o->second == at.offset)
           continue;  // the default itself
-        if (at.kind == Given::Unknown) unknown = true;
-        else v.push_back(at.literal);
+        if (key && at.test) continue;
+        std::optional<python::Literal> l = at.kind == Given::Unknown ? std::nullopt : resolve(at.literal);
+        if (l) v.push_back(*l);
+        else unknown = true;
       }
-      if (defaulted(param)) v.push_back(d);
+      if (!key && defaulted(param)) {
+        if (std::optional<python::Literal> l = resolve(d->second)) v.push_back(*l);
+        else unknown = true;
+      }
       if (unknown || v.empty()) values.erase(param);
     }
     std::string why;
-    for (const python::Guard& g : m.switches.guards) {
+    for (const python::Guard& guard : m.switches.guards) {
+      python::Guard g = guard;
+      if (!python::resolve_members(g.condition, resolve)) continue;
       std::optional<bool> v = python::evaluate(g.condition, values);
       if (!v || *v == g.taken) continue;
       Names in_guard;
       python::tested(g.condition, in_guard);
-      std::string params;
-      for (const auto& [p, list] : values)
-        if (in_guard.count(p)) params += (params.empty() ? "`" : ", `") + p + "`";
+      std::string params, given_values;
+      for (const auto& [p, list] : values) {
+        if (!in_guard.count(p)) continue;
+        params += (params.empty() ? "`" : ", `") + p + "`";
+        std::set<std::string> seen;
+        for (const python::Literal& l : list)
+          if (seen.size() < 4 && seen.insert(l.text).second)
+            given_values += (given_values.empty() ? "" : ", ") + (l.kind == python::Literal::None ? "None" : l.text);
+      }
       why = "`" + graph.names[m.name] + "` is built in `" + m.switches.function + "` only under a condition on " +
             params + " that no value the project gives " + (params.find(',') == std::string::npos ? "it" : "them") +
-            " meets";
+            " meets (it gives " + given_values + ")";
       break;
     }
     auto [it, fresh] = verdict.try_emplace({m.by, m.name}, !why.empty(), why);

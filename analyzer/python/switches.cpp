@@ -2,6 +2,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@ bool Literal::truthy() const {
     case Bool: return text == "true";
     case Number: return text.find_first_not_of("0._+-") != std::string::npos || text.find_first_of("jJ") != std::string::npos;
     case String: return !text.empty();
+    case Member: return true;
   }
   return false;
 }
@@ -56,8 +58,24 @@ std::optional<Literal> parse_literal(std::string_view t, bool bare_words) {
       return std::nullopt;
     }
   }
+  // An enum member, `BlockType.llama`: a CamelCase class name (not `F.gelu`, `torch.float16`
+  // or a CONSTANT's attribute) and a member name.
+  if (!bare_words) {
+    size_t dot = t.find('.');
+    if (dot == std::string_view::npos || dot < 2 || t.find('.', dot + 1) != std::string_view::npos || dot + 1 == t.size())
+      return std::nullopt;
+    std::string_view cls = t.substr(0, dot), member = t.substr(dot + 1);
+    auto word = [](std::string_view w) {
+      for (char c : w)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+      return !w.empty() && !std::isdigit(static_cast<unsigned char>(w[0]));
+    };
+    bool camel = std::isupper(static_cast<unsigned char>(cls[0])) &&
+                 std::any_of(cls.begin(), cls.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); });
+    if (!camel || !word(cls) || !word(member)) return std::nullopt;
+    return Literal{Literal::Member, std::string(t)};
+  }
   // A bare word, as YAML writes a string (`attention_type: flash`).
-  if (!bare_words) return std::nullopt;
   for (char c : t)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return std::nullopt;
   return Literal{Literal::String, std::string(t)};
@@ -73,13 +91,35 @@ struct Reader {
   std::optional<Literal> literal(TSNode n) const {
     TSSymbol k = ts_node_symbol(n);
     if (k == s.string || k == s.integer || k == s.float_ || k == s.true_ || k == s.false_ || k == s.none ||
-        k == s.unary_operator)
+        k == s.unary_operator || k == s.attribute)
       return parse_literal(text_of(n, src));
     return std::nullopt;
   }
 
+  // A configuration key: an attribute read off a name or a chain of attributes
+  // (`config.block_type`, `self.cfg.model.use_rope`), not off a call or a subscript; its
+  // name into `key`.
+  bool config_key(TSNode n, std::string* key = nullptr) const {
+    if (ts_node_symbol(n) != s.attribute) return false;
+    TSNode attr = field(n, s.f_attribute);
+    for (TSNode o = field(n, s.f_object);; o = field(o, s.f_object)) {
+      if (ts_node_is_null(o)) return false;
+      if (ts_node_symbol(o) == s.identifier) break;
+      if (ts_node_symbol(o) != s.attribute) return false;
+    }
+    if (ts_node_is_null(attr)) return false;
+    if (key) *key = text_of(attr, src);
+    return true;
+  }
+
   bool param(TSNode n) const {
-    return ts_node_symbol(n) == s.identifier && params.count(text_of(n, src));
+    return (ts_node_symbol(n) == s.identifier && params.count(text_of(n, src))) || config_key(n);
+  }
+
+  // The parameter or key `n` tests, into `c`.
+  void name(TSNode n, Condition& c) const {
+    if (config_key(n, &c.param)) c.key = true;
+    else c.param = text_of(n, src);
   }
 
   Condition read(TSNode n) const {
@@ -88,7 +128,7 @@ struct Reader {
     if (k == s.parenthesized_expression && ts_node_named_child_count(n) == 1) return read(ts_node_named_child(n, 0));
     if (param(n)) {
       c.kind = Condition::Param;
-      c.param = text_of(n, src);
+      name(n, c);
     } else if (k == s.not_operator) {
       c.kind = Condition::Not;
       c.kids.push_back(read(field(n, s.f_argument)));
@@ -124,7 +164,7 @@ struct Reader {
       }
       if (ts_node_start_byte(a) > ts_node_start_byte(b) && (op == "in" || op == "not in")) return Condition{};
       c.kind = Condition::Compare;
-      c.param = text_of(a, src);
+      name(a, c);
       c.op = op;
     }
     return c;
@@ -184,7 +224,6 @@ std::vector<Switches> switches_at(std::string_view source, const std::vector<uin
     if (ts_node_is_null(fn)) continue;
     Switches& sw = out[i];
     literal_defaults(fn, source, sw);
-    if (sw.defaults.empty()) continue;
     sw.function = text_of(field(fn, s.f_name), source);
     for (TSNode n = ts_node_parent(fn); !ts_node_is_null(n); n = ts_node_parent(n))
       if (ts_node_symbol(n) == s.class_definition) {
@@ -233,9 +272,10 @@ std::vector<Switches> switches_at(std::string_view source, const std::vector<uin
   return out;
 }
 
-void tested(const Condition& c, std::set<std::string, std::less<>>& out) {
+void tested(const Condition& c, std::set<std::string, std::less<>>& out, std::set<std::string, std::less<>>* keys) {
   if (!c.param.empty()) out.insert(c.param);
-  for (const Condition& k : c.kids) tested(k, out);
+  if (!c.param.empty() && c.key && keys) keys->insert(c.param);
+  for (const Condition& k : c.kids) tested(k, out, keys);
 }
 
 std::optional<bool> evaluate(const Condition& c, const std::map<std::string, std::vector<Literal>, std::less<>>& values) {

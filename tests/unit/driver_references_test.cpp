@@ -207,5 +207,89 @@ TEST_F(DriverReferences, CodeBuiltOnlyUnderASwitchTheProjectNeverSetsIsDemoted) 
   }
 }
 
+TEST_F(DriverReferences, CodeBuiltOnlyUnderAConfigurationValueNoShippedConfigSetsIsDemoted) {
+  // A builder that picks a block by a configuration key (an enum member), the configs the
+  // project ships, and a test that builds the other block itself.
+  auto project = [](TempDir& dir, const std::string& configs, const std::string& extra) {
+    dir.write(".git/HEAD", "ref: refs/heads/main\n");
+    dir.write("pkg/config.py", R"(from enum import Enum
+
+
+class BlockType(str, Enum):
+    sequential = "sequential"
+    llama = "llama"
+
+
+class ModelConfig:
+    block_type: BlockType = BlockType.sequential
+)");
+    dir.write("pkg/attn.py", module_with({attention("sequential_attention"), attention("llama_attention"), R"(class Block:
+    @classmethod
+    def build(cls, config):
+        if config.block_type == BlockType.sequential:
+            return sequential_attention
+        elif config.block_type == BlockType.llama:
+            return llama_attention
+)"}));
+    dir.write("pkg/model.py", "from pkg.attn import Block\n\n\nclass Net:\n    def __init__(self, config):\n        self.block = Block.build(config)\n");
+    dir.write("pkg/train.py", "import pkg.attn\nimport pkg.model\n" + extra);
+    dir.write("configs/small.yaml", "model:\n  target: pkg.model.Net\n" + configs);
+    dir.write("tests/test_attn.py", "from pkg.attn import llama_attention\n\n\ndef test_llama():\n    llama_attention(1, 2, 3)\n");
+  };
+  DriverOptions options;
+  options.min_confidence = kDefaultMinConfidence;
+  options.show_demoted = true;
+  {  // Every config, and the dataclass default, says sequential.
+    TempDir dir;
+    project(dir, "  block_type: sequential\n", "");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "llama_attention"), nullptr);
+    EXPECT_EQ(in(r, "llama_attention")->context_kind, "unused");
+    const std::string& why = in(r, "llama_attention")->context;
+    EXPECT_NE(why.find("`block_type`"), std::string::npos) << why;
+    EXPECT_NE(why.find("it gives sequential"), std::string::npos) << why;
+    ASSERT_NE(in(r, "sequential_attention"), nullptr);
+    EXPECT_TRUE(in(r, "sequential_attention")->context.empty());
+  }
+  // A config or code that selects llama, a value not spelled as a literal, an enum member the
+  // project does not define, or no configuration file that sets the key at all (its values
+  // then come from outside, as a library's do): kept.
+  for (const auto& [configs, extra] : std::vector<std::pair<std::string, std::string>>{
+           {"  block_type: llama\n", ""},
+           {"  block_type: sequential\n", "c = ModelConfig(block_type=BlockType.llama)\n"},
+           {"  block_type: sequential\n", "c.block_type = choose(args)\n"},
+           {"  block_type: sequential\n", "c = ModelConfig(block_type=Other.llama)\n"},
+           {"", ""}}) {
+    TempDir dir;
+    project(dir, configs, extra);
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "llama_attention"), nullptr) << configs << extra;
+    EXPECT_TRUE(in(r, "llama_attention")->context.empty()) << configs << extra << in(r, "llama_attention")->context;
+  }
+}
+
+TEST_F(DriverReferences, WhatOnlyTheTestsUseIsDemoted) {
+  TempDir dir;
+  dir.write("pyproject.toml", "[project]\nname = \"pkg\"\n");
+  dir.write("pkg/attn.py", module_with({attention("used_attention"), attention("tested_attention")}));
+  dir.write("pkg/model.py", "from pkg.attn import used_attention\n\ny = used_attention(1, 2, 3)\n");
+  dir.write("pkg/extra.py", module_with({attention("library_attention")}));
+  dir.write("tests/test_attn.py",
+            "from pkg.attn import tested_attention\nfrom pkg.extra import library_attention\n\n\n"
+            "def test_it():\n    tested_attention(1, 2, 3)\n    library_attention(1, 2, 3)\n");
+  DriverOptions options;
+  options.min_confidence = kDefaultMinConfidence;
+  options.show_demoted = true;
+  Report r = analyze_paths({dir.path().string()}, engine(), options);
+  ASSERT_NE(in(r, "tested_attention"), nullptr);
+  EXPECT_EQ(in(r, "tested_attention")->context_kind, "unused");
+  EXPECT_NE(in(r, "tested_attention")->context.find("only the tests"), std::string::npos) << in(r, "tested_attention")->context;
+  ASSERT_NE(in(r, "used_attention"), nullptr);
+  EXPECT_TRUE(in(r, "used_attention")->context.empty());
+  // A module only the tests import may be used from outside (a library's API): kept.
+  ASSERT_NE(in(r, "library_attention"), nullptr);
+  EXPECT_TRUE(in(r, "library_attention")->context.empty()) << in(r, "library_attention")->context;
+}
+
 }  // namespace
 }  // namespace mlsem

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,54 @@ TEST(PythonSwitches, EachPlaceGetsTheBranchesOnItsFunctionsParameters) {
   EXPECT_FALSE(runs(s[1], unknown));
 }
 
+TEST(PythonSwitches, ConfigurationKeysAndEnumMembers) {
+  const std::string src = R"(class Block:
+    @classmethod
+    def build(cls, config):
+        if config.block_type == BlockType.sequential:
+            return Sequential()
+        elif self.cfg.model.block_type in ("llama", "other"):
+            return Llama()
+        if x.f().kind == "a":
+            return Called()
+        if mask == Mask.none:
+            return Named()
+)";
+  std::vector<uint32_t> offsets;
+  for (const char* w : {"Sequential()", "Llama()", "Called()", "Named()"})
+    offsets.push_back(static_cast<uint32_t>(src.find(w)));
+  std::vector<Switches> s = switches_at(src, offsets);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].function, "Block.build");
+  EXPECT_TRUE(s[0].defaults.empty());
+  ASSERT_EQ(s[0].guards.size(), 1u);
+  const Condition& c = s[0].guards[0].condition;
+  EXPECT_EQ(c.kind, Condition::Compare);
+  EXPECT_EQ(c.param, "block_type");  // the key: the attribute's name
+  EXPECT_TRUE(c.key);
+  ASSERT_EQ(c.rhs.size(), 1u);
+  EXPECT_EQ(c.rhs[0].kind, Literal::Member);
+  EXPECT_EQ(c.rhs[0].text, "BlockType.sequential");
+  std::set<std::string, std::less<>> all, keys;
+  tested(c, all, &keys);
+  EXPECT_EQ(keys.count("block_type"), 1u);
+  // Under the elif: the if's condition is false, the elif's (a key off a chain) true.
+  ASSERT_EQ(s[1].guards.size(), 2u);
+  EXPECT_FALSE(s[1].guards[0].taken);
+  EXPECT_TRUE(s[1].guards[1].condition.key);
+  EXPECT_EQ(s[1].guards[1].condition.rhs.size(), 2u);
+  // An attribute of a call's result is no key; a bare name that is no parameter tests nothing.
+  EXPECT_TRUE(s[2].guards.empty());
+  EXPECT_TRUE(s[3].guards.empty());
+  // Members resolve to the project's values; one it lacks leaves the condition unread.
+  Condition resolved = c;
+  EXPECT_TRUE(resolve_members(resolved, [](const Literal&) { return std::optional<Literal>(Literal{Literal::String, "sequential"}); }));
+  std::map<std::string, std::vector<Literal>, std::less<>> values{{"block_type", {*parse_literal("sequential", true)}}};
+  EXPECT_EQ(evaluate(resolved, values), std::optional<bool>(true));
+  Condition unresolved = c;
+  EXPECT_FALSE(resolve_members(unresolved, [](const Literal&) { return std::optional<Literal>(); }));
+}
+
 TEST(PythonSwitches, LiteralsAsPythonAndYamlSpellThem) {
   EXPECT_EQ(parse_literal("True")->text, "true");
   EXPECT_EQ(parse_literal("false")->kind, Literal::Bool);
@@ -83,6 +134,13 @@ TEST(PythonSwitches, LiteralsAsPythonAndYamlSpellThem) {
   EXPECT_TRUE(*parse_literal("1") == *parse_literal("True"));
   EXPECT_FALSE(parse_literal("0")->truthy());
   EXPECT_TRUE(parse_literal("0.5")->truthy());
+  // An enum member (a CamelCase class's attribute); not a module's or a one-letter alias's.
+  EXPECT_EQ(parse_literal("BlockType.llama")->kind, Literal::Member);
+  EXPECT_FALSE(parse_literal("torch.float16").has_value());
+  EXPECT_FALSE(parse_literal("F.gelu").has_value());
+  EXPECT_FALSE(parse_literal("NN.gelu").has_value());
+  EXPECT_FALSE(parse_literal("BlockType.llama.value").has_value());
+  EXPECT_EQ(parse_literal("BlockType.llama", true)->kind, Literal::String);  // YAML: a bare word
 }
 
 }  // namespace
