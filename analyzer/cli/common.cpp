@@ -68,7 +68,7 @@ rules:
   --keep-context KINDS    treat these contexts as user code, not demoted (comma-separated:
                           test, reference, parity, fallback, returns-weights, cold,
                           unused, modular, variant, comparison,
-                          compiled, vendored, or all)
+                          compiled, vendored, example, or all)
 configuration:
   --config FILE           use this mlsem.toml / pyproject.toml for every file
   --isolated              ignore every configuration file

@@ -311,6 +311,7 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   auto kept = [&](const char* kind) { return options.keep_contexts.count(kind) || options.keep_contexts.count("all"); };
   driver::ProjectPass pass;
   pass.unused = !kept("unused");
+  pass.examples = !kept("example");
   auto lists = [](const Rule& rule, const char* kind) {
     return std::find(rule.demote_in.begin(), rule.demote_in.end(), kind) != rule.demote_in.end();
   };
@@ -318,11 +319,12 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
     if (!kept("compiled") && lists(rule, "compiled")) pass.compiled_rules.insert(rule.id);
     if (!kept("fallback") && lists(rule, "fallback")) pass.fallback_rules.insert(rule.id);
   }
-  if (pass.unused || !pass.compiled_rules.empty() || !pass.fallback_rules.empty()) {
+  if (pass.unused || pass.examples || !pass.compiled_rules.empty() || !pass.fallback_rules.empty()) {
     driver::Demoted demoted = driver::demote_by_project(report.findings, pass);
-    if (demoted.unused + demoted.fallback + demoted.compiled > 0 && !options.show_demoted)
+    if (demoted.unused + demoted.fallback + demoted.compiled + demoted.example > 0 && !options.show_demoted)
       std::erase_if(report.findings, [&](const Finding& f) {
-        return (f.context_kind == "unused" || f.context_kind == "fallback" || f.context_kind == "compiled") &&
+        return (f.context_kind == "unused" || f.context_kind == "fallback" || f.context_kind == "compiled" ||
+                f.context_kind == "example") &&
                !f.context.empty() && f.confidence < min_confidence_for(f.path, options);
       });
   }

@@ -77,17 +77,49 @@ bool looks_up_names(std::string_view text) {
   return false;
 }
 
-// Whether `file`, under `root`, is in a directory of examples, samples, tutorials,
-// documentation or benchmarks: a script there compiles the model it builds for the
-// demonstration, not the project's.
-bool demonstration(const fs::path& root, const std::string& file) {
-  fs::path rel = under(root, file);
+// The directory of examples, samples, tutorials, documentation, benchmarks, notebooks or
+// demos that `file`, under `root`, is in, or empty: a script there shows something off (and
+// compiles the model it builds for the demonstration, not the project's). A Python package
+// of that name (audiocraft/utils/samples/, with an __init__.py) is the project's own code.
+std::string demonstration_dir(const fs::path& root, const std::string& file) {
+  fs::path rel = under(root, file), at = root;
   for (const fs::path& part : rel.parent_path()) {
+    at /= part;
     std::string d = lower_ascii(part.string());
     for (const char* demo : {"example", "sample", "tutorial", "doc", "benchmark", "notebook", "demo"})
-      if (d == demo || d == std::string(demo) + "s") return true;
+      if (d == demo || d == std::string(demo) + "s") {
+        std::error_code ec;
+        if (!fs::exists(at / "__init__.py", ec)) return part.string();
+      }
   }
-  return false;
+  return {};
+}
+
+bool demonstration(const fs::path& root, const std::string& file) { return !demonstration_dir(root, file).empty(); }
+
+// Why `file` is one of the project's demonstrations, or empty (ProjectPass::examples):
+// under a demonstration directory, or one of three or more train*.py scripts at the root of
+// a project that ships a package (x-transformers' train_enwik8.py, train_copy.py, ...).
+// `root_scripts` caches the count of such scripts by root.
+std::string demonstration_reason(const fs::path& root, const std::string& file, std::map<fs::path, size_t>& root_scripts) {
+  if (std::string dir = demonstration_dir(root, file); !dir.empty())
+    return "demonstration: the file is under the project's " + dir + "/ directory, which shows the code off; its speed is not its point";
+  fs::path rel = under(root, file);
+  std::string name = rel.filename().string();
+  if (rel.empty() || rel.has_parent_path() || !name.starts_with("train") || !name.ends_with(".py")) return {};
+  std::error_code ec;
+  const char* manifest = fs::exists(root / "pyproject.toml", ec) ? "pyproject.toml" : fs::exists(root / "setup.py", ec) ? "setup.py" : nullptr;
+  if (!manifest) return {};
+  auto [it, fresh] = root_scripts.try_emplace(root, 0);
+  if (fresh)
+    for (fs::directory_iterator d(root, ec), end; !ec && d != end; d.increment(ec)) {
+      std::string n = d->path().filename().string();
+      if (n.starts_with("train") && n.ends_with(".py") && d->is_regular_file(ec)) ++it->second;
+    }
+  if (it->second < 3) return {};
+  return "demonstration: one of " + std::to_string(it->second) +
+         " train*.py scripts at the root of a project that ships a package (" + manifest +
+         "): scripts that show the library off, whose speed is not their point";
 }
 
 // Records where `file` (outside the project's tests and demonstrations) hands a model to
@@ -237,6 +269,24 @@ bool reach(const fs::path& root, Project& project, Each each) {
 }  // namespace
 
 Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pass) {
+  Demoted demoted;
+  if (pass.examples) {
+    std::map<fs::path, std::optional<fs::path>> roots;  // directory -> its project's root
+    std::map<fs::path, size_t> root_scripts;
+    for (Finding& f : findings) {
+      if (!f.context.empty() || !f.path.ends_with(".py")) continue;
+      std::error_code ec;
+      fs::path absolute = fs::absolute(f.path, ec);
+      if (ec) continue;
+      auto [r, fresh] = roots.try_emplace(absolute.parent_path());
+      if (fresh) r->second = marked_root(absolute.parent_path());
+      if (!r->second) continue;
+      if (std::string why = demonstration_reason(*r->second, absolute.string(), root_scripts); !why.empty()) {
+        demote(f, "example", why);
+        ++demoted.example;
+      }
+    }
+  }
   // Candidates: findings in a .py file of a marked project, not demoted; for `unused`, inside a
   // named top-level function or class; for `compiled`, of a rule that torch.compile demotes.
   std::map<std::string, Names> by_file;  // path -> top-level names (empty: a compile candidate only)
@@ -287,7 +337,6 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     if (read.count(root) && !project.compiles.empty()) switch_through_callers(root, project);
     project.texts = {};
   }
-  Demoted demoted;
   for (Finding& f : findings) {
     if (!f.context.empty() || f.function.empty()) continue;
     std::string name = f.function.substr(0, f.function.find('.'));

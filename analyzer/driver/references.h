@@ -28,6 +28,12 @@ namespace mlsem::driver {
 // What the pass demotes.
 struct ProjectPass {
   bool unused = true;  // findings in top-level definitions nothing the project runs reaches
+  // Python findings in the project's demonstrations: a file under an examples/, samples/,
+  // tutorials/, docs/, benchmarks/, notebooks/ or demos/ directory of the project, or one of
+  // three or more train*.py scripts at the root of a project that ships a package
+  // (pyproject.toml or setup.py): scripts that show a library off, whose speed is not their
+  // point.
+  bool examples = true;
   // Rules whose findings are demoted as `compiled` where the project, outside its tests,
   // hands its model (or a part of it: a block, an encoder) to torch.compile by default:
   // the rules whose fix is what Inductor does by itself (their demote_in lists `compiled`).
@@ -42,10 +48,11 @@ struct ProjectPass {
 };
 
 struct Demoted {
-  size_t unused = 0, fallback = 0, compiled = 0;
+  size_t unused = 0, fallback = 0, compiled = 0, example = 0;
 };
 
-// Demotes the findings of `findings` that sit in unreferenced top-level definitions, then
+// Demotes the findings of `findings` in the project's demonstrations, then those that sit
+// in unreferenced top-level definitions, then
 // those of `pass.fallback_rules` in definitions the project uses only as fallbacks of fused
 // implementations, then those of `pass.compiled_rules` in a project that compiles its
 // model; returns how many of each. Reads the project's files (an unreadable one is skipped).

@@ -60,7 +60,7 @@ struct Rule {
   // evidence text is this ("another strided access"). Empty: each place is a finding.
   std::string related;
   // Context kinds in which a finding of this rule is demoted (docs/PATTERNS.md, "Context").
-  // `modular`, `unused` and `vendored` (kUniversalContextKinds) demote every rule's findings.
+  // `modular`, `unused`, `vendored` and `example` (kUniversalContextKinds) demote every rule's findings.
   std::vector<std::string> demote_in = {"test", "reference", "parity", "fallback", "cold", "comparison"};
   // The oldest torch whose API the fix uses ("2.4"); empty: any.
   std::string requires_torch;
@@ -82,11 +82,11 @@ void demote(Finding& f, std::string kind, std::string why);
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
 inline constexpr const char* kContextKinds[] = {"test",   "reference", "parity",  "fallback", "returns-weights",
                                                 "cold",   "unused",    "modular", "variant",
-                                                "comparison", "compiled", "vendored"};
+                                                "comparison", "compiled", "vendored", "example"};
 // Kinds that demote a finding of any rule, whatever its `demote_in`: a modular source's
-// code is reported in the file generated from it, dead code runs for no one, and vendored
-// code is maintained upstream.
-inline constexpr const char* kUniversalContextKinds[] = {"modular", "unused", "vendored"};
+// code is reported in the file generated from it, dead code runs for no one, vendored
+// code is maintained upstream, and a demonstration's speed is not its point.
+inline constexpr const char* kUniversalContextKinds[] = {"modular", "unused", "vendored", "example"};
 
 struct AnalyzeOptions {
   // Rule ids to run; null = every rule. Patterns of other rules are not even tried, and

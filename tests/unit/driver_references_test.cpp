@@ -291,5 +291,58 @@ TEST_F(DriverReferences, WhatOnlyTheTestsUseIsDemoted) {
   EXPECT_TRUE(in(r, "library_attention")->context.empty()) << in(r, "library_attention")->context;
 }
 
+TEST_F(DriverReferences, DemonstrationsAreDemoted) {
+  // The ATT001 finding in the file whose path ends with `tail` (each module calls its
+  // function at module level, where the finding is reported), or nullptr.
+  auto in = [](const Report& r, const std::string& tail) -> const Finding* {
+    for (const Finding& f : r.findings)
+      if (f.rule == "ATT001" && f.path.ends_with(tail)) return &f;
+    return nullptr;
+  };
+  auto project = [](TempDir& dir, int scripts) {
+    dir.write("pyproject.toml", "[project]\nname = \"pkg\"\n");
+    dir.write("pkg/__init__.py", "");
+    dir.write("pkg/attn.py", module_with({attention("library_attention")}) + "y = library_attention(1, 2, 3)\n");
+    dir.write("pkg/samples/__init__.py", "");  // a package named samples: the project's code
+    dir.write("pkg/samples/manager.py", module_with({attention("manager_attention")}) + "y = manager_attention(1, 2, 3)\n");
+    dir.write("examples/demo.py", module_with({attention("examples/demo.py")}) + "y = example_attention(1, 2, 3)\n");
+    for (int i = 0; i < scripts; ++i)
+      dir.write("train_" + std::to_string(i) + ".py",
+                module_with({attention("script_attention_" + std::to_string(i))}) + "y = script_attention_" +
+                    std::to_string(i) + "(1, 2, 3)\n");
+  };
+  DriverOptions options;
+  options.min_confidence = kDefaultMinConfidence;
+  options.show_demoted = true;
+  {
+    TempDir dir;
+    project(dir, 3);
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "examples/demo.py"), nullptr);
+    EXPECT_EQ(in(r, "examples/demo.py")->context_kind, "example");
+    EXPECT_NE(in(r, "examples/demo.py")->context.find("examples/"), std::string::npos) << in(r, "examples/demo.py")->context;
+    ASSERT_NE(in(r, "/train_0.py"), nullptr);
+    EXPECT_EQ(in(r, "/train_0.py")->context_kind, "example");
+    EXPECT_NE(in(r, "/train_0.py")->context.find("one of 3 train*.py scripts"), std::string::npos);
+    for (const char* kept : {"pkg/attn.py", "samples/manager.py"}) {
+      ASSERT_NE(in(r, kept), nullptr) << kept;
+      EXPECT_TRUE(in(r, kept)->context.empty()) << kept << ": " << in(r, kept)->context;
+    }
+    // --keep-context example keeps them.
+    DriverOptions keep = options;
+    keep.keep_contexts = {"example"};
+    Report k = analyze_paths({dir.path().string()}, engine(), keep);
+    ASSERT_NE(in(k, "examples/demo.py"), nullptr);
+    EXPECT_TRUE(in(k, "examples/demo.py")->context.empty());
+  }
+  {  // Two training scripts beside a package are the project's own training.
+    TempDir dir;
+    project(dir, 2);
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "/train_0.py"), nullptr);
+    EXPECT_TRUE(in(r, "/train_0.py")->context.empty()) << in(r, "/train_0.py")->context;
+  }
+}
+
 }  // namespace
 }  // namespace mlsem
