@@ -325,14 +325,26 @@ struct Facts {
   TSNode step_loop{};      // the training loop it runs in (null when none)
 };
 
-// A call that shows a value: print(...), pbar.set_description(...), set_postfix, a
-// logger's info/debug, tqdm.write.
+// A call that shows or logs a value: print(...), pbar.set_description(...), set_postfix, a
+// logger's info/debug, tqdm.write, accelerator.print, and a metrics logger's
+// `accelerator.log(logs, step=...)`, `wandb.log(...)`, `self.log(...)`, `writer.add_scalar`,
+// `log_metrics`, `log_dict` (not `torch.log(x)`, `math.log(x)` nor `p.log()`).
 bool display_call(const Syntax& S, const SourceFile& f, TSNode n) {
   if (ts_node_symbol(n) != S.call) return false;
   std::string_view callee = text_of(field(n, S.f_function), f.text);
   std::string_view last = last_part(callee);
-  return callee == "print" || last == "set_description" || last == "set_postfix" || last == "set_postfix_str" ||
-         (last != callee && (last == "info" || last == "debug" || last == "write"));
+  if (callee == "print" || last == "set_description" || last == "set_postfix" || last == "set_postfix_str")
+    return true;
+  if (last == callee) return false;
+  if (last == "info" || last == "debug" || last == "write" || last == "print" || last == "add_scalar" ||
+      last == "add_scalars" || last == "log_metrics" || last == "log_metric" || last == "log_dict")
+    return true;
+  if (last != "log") return false;
+  std::string_view receiver = callee.substr(0, callee.size() - 4);
+  for (std::string_view math : {"torch", "math", "np", "numpy", "F", "jnp", "scipy", "cmath"})
+    if (receiver == math) return false;
+  TSNode args = field(n, S.f_arguments);
+  return !ts_node_is_null(args) && ts_node_named_child_count(args) > 0;
 }
 
 // A progress bar's text set by assignment: `pbar.desc = f"... {loss:.3g}"`.
@@ -377,6 +389,53 @@ bool only_displayed(const Syntax& S, const SourceFile& f, TSNode body, std::stri
     any = true;
   }
   return any;
+}
+
+// Whether a use of `name` in `body` is an argument of a display or logging call that runs
+// on every iteration (under no periodic `if` of the body): the value is shown or logged
+// each step, so the step reads it back by design (`logs = {"loss": loss.item()}` then
+// `accelerator.log(logs, step=step)`).
+bool displayed_each_step(const Syntax& S, const SourceFile& f, TSNode body, std::string_view name) {
+  for (TSNode id : identifiers_named(body, f.text, name, S.identifier, ts_node_start_byte(body), ts_node_end_byte(body))) {
+    if (binds_own_name(S, f, id, name) || !inside_display(S, f, id, body)) continue;
+    bool periodic = false;
+    for (TSNode p = ts_node_parent(id); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+      TSSymbol k = ts_node_symbol(p);
+      if (k == S.if_statement || k == S.elif_clause) {
+        TSNode cond = field(p, S.f_condition);
+        if (!ts_node_is_null(cond) && periodic_condition(text_of(cond, f.text)) &&
+            !(ts_node_start_byte(cond) <= ts_node_start_byte(id) && ts_node_end_byte(id) <= ts_node_end_byte(cond)))
+          periodic = true;
+      }
+    }
+    if (!periodic) return true;
+  }
+  return false;
+}
+
+// The name a read's value is collected into, from the statement holding it: `name = ...`,
+// `name += ...`, `name[k] = ...`, `name.update(k=...)`/`name.append(...)`; empty otherwise.
+std::string_view collector(const Syntax& S, const SourceFile& f, TSNode n) {
+  for (TSNode p = ts_node_parent(n), child = n; !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.block || k == S.function_definition || k == S.lambda) return {};
+    if (k == S.call) {
+      TSNode fn = field(p, S.f_function);
+      if (!ts_node_is_null(fn) && ts_node_symbol(fn) == S.attribute && !ts_node_eq(fn, child)) {
+        std::string_view method = text_of(field(fn, S.f_attribute), f.text);
+        TSNode recv = field(fn, S.f_object);
+        if ((method == "update" || method == "append") && !ts_node_is_null(recv) && ts_node_symbol(recv) == S.identifier)
+          return text_of(recv, f.text);
+      }
+    }
+    if (k == S.assignment || k == S.augmented_assignment) {
+      TSNode left = field(p, S.f_left);
+      if (ts_node_is_null(left) || ts_node_eq(left, child)) return {};
+      while (!ts_node_is_null(left) && ts_node_symbol(left) == S.subscript) left = field(left, S.f_value);
+      return !ts_node_is_null(left) && ts_node_symbol(left) == S.identifier ? text_of(left, f.text) : std::string_view{};
+    }
+  }
+  return {};
 }
 
 // Whether `name` is tested, in `body` (a loop's body), by a condition that leaves the
@@ -469,6 +528,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   TSNode child = n;
   std::string_view bound;  // `name` of `name = <read>`
   out.printed = inside_display(S, f, n, root);
+  std::string_view collected = collector(S, f, n);  // logs of `logs = {"loss": loss.item()}`
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.block && out.guard.empty()) out.guard = early_exit_guard(S, f, p, child);
@@ -485,6 +545,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
       TSNode body = field(p, S.f_body);
       if (!bound.empty() && !ts_node_is_null(body) && tested_before_exit(S, f, body, bound)) out.decides_exit = true;
       if (!bound.empty() && !ts_node_is_null(body) && only_displayed(S, f, body, bound)) out.printed = true;
+      if (!collected.empty() && !ts_node_is_null(body) && displayed_each_step(S, f, body, collected)) out.printed = true;
       // A loop that neither calls backward() nor steps (an evaluation pass, a loop over
       // loss terms) runs when the step around it runs it: keep looking for its guard.
       std::string_view loop_text = text_of(p, f.text);
@@ -544,9 +605,24 @@ bool shape_sync(const Syntax& S, const SourceFile& f, TSNode n) {
   return last == "nonzero" || last == "masked_select" || callee == "torch.unique" || (last == "unique" && last != callee);
 }
 
-// `torch.cuda.synchronize()`.
+// `torch.cuda.synchronize()`; a barrier (`dist.barrier()`, accelerate's
+// `wait_for_everyone()`); an AMP scaler's `scaler.step(optimizer)`, which reads found_inf
+// back to skip a step with infinite gradients.
 bool explicit_wait(const Syntax& S, const SourceFile& f, TSNode n) {
-  return ts_node_symbol(n) == S.call && last_part(text_of(field(n, S.f_function), f.text)) == "synchronize";
+  if (ts_node_symbol(n) != S.call) return false;
+  std::string_view callee = text_of(field(n, S.f_function), f.text);
+  std::string_view last = last_part(callee);
+  if (last == "synchronize" || last == "barrier" || last == "wait_for_everyone") return true;
+  return last == "step" && last != callee && contains(lower_ascii(callee.substr(0, callee.size() - 5)), "scaler");
+}
+
+// The condition of a finiteness check that aborts (`if torch.isnan(loss): raise`, `if not
+// math.isfinite(loss.item()): sys.exit(1)`): it reads the loss back on every step.
+bool finiteness_check(const Syntax& S, const SourceFile& f, TSNode cond) {
+  if (ts_node_is_null(cond)) return false;
+  std::string_view c = text_of(cond, f.text);
+  (void)S;
+  return contains(c, "isnan(") || contains(c, "isinf(") || contains(c, "isfinite(") || contains(c, ".item()");
 }
 
 // `x.to(device)` / `x.cuda()` of a tensor without non_blocking=True: PyTorch waits for the
@@ -577,6 +653,9 @@ bool blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
 void scan_step(const Syntax& S, const SourceFile& f, TSNode n, bool guarded, StepFacts& out, bool conditional) {
   TSSymbol k = ts_node_symbol(n);
   if (k == S.function_definition || k == S.lambda || k == S.class_definition) return;
+  if (!guarded && std::string_view(ts_node_type(n)) == "assert_statement" &&
+      finiteness_check(S, f, ts_node_named_child(n, 0)))
+    out.shape_syncs.push_back({ts_node_start_byte(n), ts_node_end_byte(n), line_of(n)});
   if (!guarded) {
     if (display_call(S, f, n) || display_assignment(S, f, n)) {
       std::string_view t = text_of(n, f.text);
@@ -591,6 +670,9 @@ void scan_step(const Syntax& S, const SourceFile& f, TSNode n, bool guarded, Ste
     TSNode cond = field(n, S.f_condition), cons = field(n, S.f_consequence);
     bool rare = !ts_node_is_null(cons) &&
                 ((!ts_node_is_null(cond) && periodic_condition(text_of(cond, f.text))) || exits_loop(S, f, cons));
+    // An abort on a non-finite loss is tested on every step: the step waits there.
+    if (!guarded && !ts_node_is_null(cons) && exits_loop(S, f, cons) && finiteness_check(S, f, cond))
+      out.shape_syncs.push_back({ts_node_start_byte(cond), ts_node_end_byte(cond), line_of(cond)});
     for (TSNode c : named_children(n, S.comment))
       scan_step(S, f, c, guarded || (rare && ts_node_eq(c, cons)), out, true);
     return;

@@ -510,6 +510,8 @@ PinnedLoaders pinned_loaders(const Syntax& S, const SourceFile& file, TSNode roo
 // Whether the innermost `for` around `n` binds `name` (`for step, (x, y) in
 // enumerate(loader)` binds step, x and y) while iterating over a pinned loader: one of
 // `pinned.names` in its iterable, or any iterable when every DataLoader of the file pins.
+// Not a loop that ends its body with an unconditional `break` (one batch, for a sample
+// every N steps): it copies once.
 bool bound_by_pinned_loop(const Syntax& S, const SourceFile& f, TSNode n, std::string_view name,
                           const PinnedLoaders& pinned) {
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
@@ -517,6 +519,9 @@ bool bound_by_pinned_loop(const Syntax& S, const SourceFile& f, TSNode n, std::s
     if (k == S.function_definition) return false;
     if (k != S.for_statement) continue;
     if (word_offsets(text_of(field(p, S.f_left), f.text), name).empty()) return false;
+    TSNode body = field(p, S.f_body);
+    for (TSNode c : named_children(body, S.comment))
+      if (std::string_view(ts_node_type(c)) == "break_statement") return false;
     if (pinned.all) return true;
     std::string_view iterable = text_of(field(p, S.f_right), f.text);
     for (const std::string& loader : pinned.names)

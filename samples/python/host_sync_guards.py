@@ -11,14 +11,16 @@ checkpoint written under its own interval, and a read under `if divisible_by(i, 
 (x-transformers' helper for the interval test).
 
 Expected findings:
-- SYN001 on the per-step accuracy read (`.item()` on every step, in the else branch
-  of the periodic logger, so it runs on most steps).
+- SYN001 on the per-step loss read summed only for the epoch's report.
 Not expected: SYN001 on the first-step check, the periodic log, the convergence
 check, int(os.environ[...]), the timed synchronize(), the test's assertion, the
 loss read the abort tests, the print inside the abort, reads shown only by a per-step
 print are reported only below the default --min-confidence (at 0.45; marked ok, as
 the golden test runs at the default), and not at all: the Python arithmetic in int(), the nested
-validation pass and the checkpoint's .cpu().
+validation pass and the checkpoint's .cpu(). Reported only below the default too: reads in a
+step that already waits for the GPU on every iteration (the accuracy read beside the
+convergence check `if loss.item() < tol`, the read after a non-finite-loss abort, one beside
+a barrier), and a read collected into a dict that `accelerator.log` logs on every step.
 """
 
 import math
@@ -47,7 +49,7 @@ def train_epoch(model, loader, optimizer, device, log_interval=50, tol=1e-4):
         if i % log_interval == 0:
             print(f"step {i} loss {loss.item():.4f} world {world}")  # ok: SYN001
         else:
-            correct += (logits.argmax(-1) == labels).sum().item()  # expect: SYN001
+            correct += (logits.argmax(-1) == labels).sum().item()  # ok: SYN001
         if loss.item() < tol:  # ok: SYN001
             break
     return correct
@@ -85,8 +87,48 @@ def train_with_abort(model, loader, optimizer, device):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(loss.detach().float().item())  # expect: SYN001
+        losses.append(loss.detach().float().item())  # ok: SYN001
     return losses
+
+
+def train_accumulating(model, loader, optimizer, device):
+    """Every step reads the loss back only to sum it for the epoch's report: defer it."""
+    total = 0.0
+    for images, targets in loader:
+        loss = model(images.to(device, non_blocking=True), targets.to(device, non_blocking=True))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()  # expect: SYN001
+    print(f"epoch loss {total / len(loader):.4f}")
+    return total
+
+
+def train_logged(model, loader, optimizer, scaler, accelerator, device):
+    """PixArt/diffusers style: the step logs its loss on every step, and an AMP scaler's
+    step reads found_inf back anyway."""
+    for step, (images, targets) in enumerate(loader):
+        loss = model(images.to(device, non_blocking=True), targets.to(device, non_blocking=True))
+        optimizer.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        logs = {"loss": accelerator.gather(loss).mean().item()}  # ok: SYN001
+        logs.update(lr=optimizer.param_groups[0]["lr"])
+        accelerator.log(logs, step=step)
+
+
+def train_with_barrier(model, loader, optimizer, accelerator, device):
+    """A barrier on every step already waits for the GPU: one more read costs nothing."""
+    history = []
+    for images, targets in loader:
+        loss = model(images.to(device, non_blocking=True), targets.to(device, non_blocking=True))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        history.append(loss.item())  # ok: SYN001
+        accelerator.wait_for_everyone()
+    return history
 
 
 def save_checkpoint(model, path):
