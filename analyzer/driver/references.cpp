@@ -77,16 +77,16 @@ bool looks_up_names(std::string_view text) {
   return false;
 }
 
-// The directory of examples, samples, tutorials, documentation, benchmarks, notebooks or
-// demos that `file`, under `root`, is in, or empty: a script there shows something off (and
-// compiles the model it builds for the demonstration, not the project's). A Python package
-// of that name (audiocraft/utils/samples/, with an __init__.py) is the project's own code.
-std::string demonstration_dir(const fs::path& root, const std::string& file) {
+// The directory of examples, tutorials, documentation, notebooks or demos (`names`) that
+// `file`, under `root`, is in, or empty: a script there shows something off. A Python
+// package of that name (with an __init__.py) is the project's own code.
+std::string demonstration_dir(const fs::path& root, const std::string& file,
+                              std::initializer_list<const char*> names = {"example", "tutorial", "doc", "notebook", "demo"}) {
   fs::path rel = under(root, file), at = root;
   for (const fs::path& part : rel.parent_path()) {
     at /= part;
     std::string d = lower_ascii(part.string());
-    for (const char* demo : {"example", "sample", "tutorial", "doc", "benchmark", "notebook", "demo"})
+    for (const char* demo : names)
       if (d == demo || d == std::string(demo) + "s") {
         std::error_code ec;
         if (!fs::exists(at / "__init__.py", ec)) return part.string();
@@ -95,7 +95,11 @@ std::string demonstration_dir(const fs::path& root, const std::string& file) {
   return {};
 }
 
-bool demonstration(const fs::path& root, const std::string& file) { return !demonstration_dir(root, file).empty(); }
+// Whether a compile of the model in `file` is a demonstration's rather than the project's:
+// also a sample or a benchmark compiles the model it builds for itself.
+bool demonstration(const fs::path& root, const std::string& file) {
+  return !demonstration_dir(root, file, {"example", "sample", "tutorial", "doc", "benchmark", "notebook", "demo"}).empty();
+}
 
 // Why `file` is one of the project's demonstrations, or empty (ProjectPass::examples):
 // under a demonstration directory, or one of three or more train*.py scripts at the root of

@@ -28,8 +28,8 @@ namespace mlsem::driver {
 // What the pass demotes.
 struct ProjectPass {
   bool unused = true;  // findings in top-level definitions nothing the project runs reaches
-  // Python findings in the project's demonstrations: a file under an examples/, samples/,
-  // tutorials/, docs/, benchmarks/, notebooks/ or demos/ directory of the project, or one of
+  // Python findings in the project's demonstrations: a file under an examples/, tutorials/,
+  // docs/, notebooks/ or demos/ directory of the project (not a package), or one of
   // three or more train*.py scripts at the root of a project that ships a package
   // (pyproject.toml or setup.py): scripts that show a library off, whose speed is not their
   // point.

@@ -303,8 +303,9 @@ TEST_F(DriverReferences, DemonstrationsAreDemoted) {
     dir.write("pyproject.toml", "[project]\nname = \"pkg\"\n");
     dir.write("pkg/__init__.py", "");
     dir.write("pkg/attn.py", module_with({attention("library_attention")}) + "y = library_attention(1, 2, 3)\n");
-    dir.write("pkg/samples/__init__.py", "");  // a package named samples: the project's code
-    dir.write("pkg/samples/manager.py", module_with({attention("manager_attention")}) + "y = manager_attention(1, 2, 3)\n");
+    dir.write("pkg/demos/__init__.py", "");  // a package named demos: the project's code
+    dir.write("pkg/demos/manager.py", module_with({attention("manager_attention")}) + "y = manager_attention(1, 2, 3)\n");
+    dir.write("samples/generate.py", module_with({attention("sample_attention")}) + "y = sample_attention(1, 2, 3)\n");
     dir.write("examples/demo.py", module_with({attention("examples/demo.py")}) + "y = example_attention(1, 2, 3)\n");
     for (int i = 0; i < scripts; ++i)
       dir.write("train_" + std::to_string(i) + ".py",
@@ -324,7 +325,7 @@ TEST_F(DriverReferences, DemonstrationsAreDemoted) {
     ASSERT_NE(in(r, "/train_0.py"), nullptr);
     EXPECT_EQ(in(r, "/train_0.py")->context_kind, "example");
     EXPECT_NE(in(r, "/train_0.py")->context.find("one of 3 train*.py scripts"), std::string::npos);
-    for (const char* kept : {"pkg/attn.py", "samples/manager.py"}) {
+    for (const char* kept : {"pkg/attn.py", "demos/manager.py", "samples/generate.py"}) {
       ASSERT_NE(in(r, kept), nullptr) << kept;
       EXPECT_TRUE(in(r, kept)->context.empty()) << kept << ": " << in(r, kept)->context;
     }
