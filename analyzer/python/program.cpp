@@ -771,9 +771,17 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
         if (contains(origin_name, "save") || contains(origin_name, "checkpoint"))
           facts.guard = "writes a checkpoint (" + origin->name + ")";
       }
-      if (!ts_node_is_null(facts.step_loop)) {
-        auto [it, fresh] = steps.try_emplace(ts_node_start_byte(facts.step_loop));
-        if (fresh) scan_step(S, file, field(facts.step_loop, S.f_body), false, it->second, false);
+      // The step: the training loop around the read, or, for a read in a helper the loop
+      // calls on every step (`train_step`, inlined there), the helper's whole body.
+      TSNode step = facts.step_loop;
+      if (ts_node_is_null(step) && !own) {
+        TSNode n = ts_node_descendant_for_byte_range(root, node.range.begin_byte, node.range.end_byte);
+        while (!ts_node_is_null(n) && ts_node_symbol(n) != S.function_definition) n = ts_node_parent(n);
+        step = n;
+      }
+      if (!ts_node_is_null(step)) {
+        auto [it, fresh] = steps.try_emplace(ts_node_start_byte(step));
+        if (fresh) scan_step(S, file, field(step, S.f_body), false, it->second, false);
         if (std::string d = other_site(it->second.displays, node.range); !d.empty()) node.attrs["step_output"] = d;
         if (std::string d = other_site(it->second.shape_syncs, node.range); !d.empty()) node.attrs["step_syncs"] = d;
       }
