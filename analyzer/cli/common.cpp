@@ -68,7 +68,8 @@ rules:
   --keep-context KINDS    treat these contexts as user code, not demoted (comma-separated:
                           test, reference, parity, fallback, returns-weights, cold,
                           unused, modular, variant, comparison,
-                          compiled, vendored, example, or all)
+                          compiled, vendored, example, env-bound,
+                          or all)
 configuration:
   --config FILE           use this mlsem.toml / pyproject.toml for every file
   --isolated              ignore every configuration file

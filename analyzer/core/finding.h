@@ -48,7 +48,7 @@ struct Finding {
   // test, an op reference, ... ("eager fallback: runs only when ..."). Demoted findings
   // are `info` with a confidence below the default threshold (engine.h).
   std::string context;
-  std::string context_kind;  // "fallback", "returns-weights", "test", "reference", "parity", "cold", "unused", "modular", "variant", "comparison", "compiled", "vendored", "example"
+  std::string context_kind;  // "fallback", "returns-weights", "test", "reference", "parity", "cold", "unused", "modular", "variant", "comparison", "compiled", "vendored", "example", "env-bound"
   // Stable identity for baselines and SARIF partialFingerprints: a hash of the rule, the
   // function and the matched source text without whitespace and comments (not its
   // line), with ":N" for the Nth identical match in the file. Set by the driver.

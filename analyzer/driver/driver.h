@@ -38,7 +38,7 @@ struct DriverOptions {
   // the project's pinned requirements (driver/torch_version.h), else unknown.
   std::string torch_version;
   // Context kinds reported as user code rather than demoted ("test", "reference",
-  // "parity", "fallback", "returns-weights", "cold", "unused", "modular", "variant", "comparison", "compiled", "vendored", "example", or "all"); empty: demote them all.
+  // "parity", "fallback", "returns-weights", "cold", "unused", "modular", "variant", "comparison", "compiled", "vendored", "example", "env-bound", or "all"); empty: demote them all.
   std::set<std::string> keep_contexts;
   bool show_demoted = false;  // report demoted findings (info) whatever min_confidence says
   std::optional<std::set<std::string>> only_rules;  // rule ids to report; nullopt = every rule

@@ -61,7 +61,7 @@ struct Rule {
   std::string related;
   // Context kinds in which a finding of this rule is demoted (docs/PATTERNS.md, "Context").
   // `modular`, `unused`, `vendored` and `example` (kUniversalContextKinds) demote every rule's findings.
-  std::vector<std::string> demote_in = {"test", "reference", "parity", "fallback", "cold", "comparison"};
+  std::vector<std::string> demote_in = {"test", "reference", "parity", "fallback", "cold", "comparison", "env-bound"};
   // The oldest torch whose API the fix uses ("2.4"); empty: any.
   std::string requires_torch;
   std::string level;      // optimization level of the fix: "library" | "torch-compile" | "triton" | "cuda" | ""
@@ -82,7 +82,7 @@ void demote(Finding& f, std::string kind, std::string why);
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
 inline constexpr const char* kContextKinds[] = {"test",   "reference", "parity",  "fallback", "returns-weights",
                                                 "cold",   "unused",    "modular", "variant",
-                                                "comparison", "compiled", "vendored", "example"};
+                                                "comparison", "compiled", "vendored", "example", "env-bound"};
 // Kinds that demote a finding of any rule, whatever its `demote_in`: a modular source's
 // code is reported in the file generated from it, dead code runs for no one, vendored
 // code is maintained upstream, and a demonstration's speed is not its point.

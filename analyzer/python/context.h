@@ -20,6 +20,10 @@ namespace mlsem::python {
 void add_context_facts(const SourceFile& file, TSNode root, ir::Module& out);
 
 // The kind of file a path names and why: ("test", ...) or ("reference", ...).
+// Why a file of Python source `text` is bound by a reinforcement-learning environment (it
+// imports gym, gymnasium, envpool, procgen or dm_control and calls `env*.step(`), or nullopt:
+// context kind `env-bound`.
+std::optional<std::string> environment_bound(std::string_view text);
 std::optional<std::pair<std::string, std::string>> file_kind(std::string_view path);
 
 }  // namespace mlsem::python

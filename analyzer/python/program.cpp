@@ -322,8 +322,48 @@ struct Facts {
   std::string guard;       // the periodic condition the sync runs under, if any
   bool decides_exit = false;
   bool printed = false;    // its value only reaches a print or a progress bar
+  bool summed = false;     // its value is only summed or collected for later (deferrable)
   TSNode step_loop{};      // the training loop it runs in (null when none)
 };
+
+// Whether the read `n` only adds its value to a running total or a collection for later:
+// `total += loss.item()`, `total = total + x.item()`, `losses.append(loss.item())`,
+// `meter.update(loss.item(), n)` (an average meter): what can stay on the device and be
+// read every N steps. A value passed to other code (`envs.step(action.cpu().numpy())`),
+// tested, or stored under a key is used on the host as soon as it is read.
+bool summed_for_later(const Syntax& S, const SourceFile& f, TSNode n) {
+  for (TSNode p = ts_node_parent(n), child = n; !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.block || k == S.function_definition || k == S.lambda || k == S.if_statement ||
+        k == S.comparison_operator || k == S.boolean_operator || k == S.not_operator)
+      return false;
+    if (k == S.augmented_assignment) {
+      TSNode left = field(p, S.f_left);
+      std::string_view op = text_of(p, f.text);
+      return !ts_node_is_null(left) && !ts_node_eq(left, child) &&
+             (contains(op, "+=") || contains(op, "-="));
+    }
+    if (k == S.assignment) {
+      TSNode left = field(p, S.f_left), right = field(p, S.f_right);
+      if (ts_node_is_null(left) || ts_node_eq(left, child) || ts_node_symbol(left) != S.identifier) return false;
+      // `total = total + x.item()`: the name read on the right, with a + or - at the top.
+      return ts_node_symbol(right) == S.binary_operator &&
+             !identifiers_named(right, f.text, text_of(left, f.text), S.identifier, ts_node_start_byte(right),
+                                ts_node_end_byte(right)).empty();
+    }
+    if (k == S.call) {
+      TSNode fn = field(p, S.f_function);
+      if (ts_node_is_null(fn) || ts_node_eq(fn, child)) continue;
+      std::string_view callee = text_of(fn, f.text);
+      std::string_view last = last_part(callee);
+      if (last == "append" || last == "extend" || (last == "update" && last != callee)) return true;
+      // A conversion or arithmetic on the way (`float(...)`, `round(...)`): look further up.
+      if (callee == "float" || callee == "int" || callee == "round" || callee == "abs") continue;
+      return false;
+    }
+  }
+  return false;
+}
 
 // A call that shows or logs a value: print(...), pbar.set_description(...), set_postfix, a
 // logger's info/debug, tqdm.write, accelerator.print, and a metrics logger's
@@ -528,6 +568,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   TSNode child = n;
   std::string_view bound;  // `name` of `name = <read>`
   out.printed = inside_display(S, f, n, root);
+  out.summed = summed_for_later(S, f, n);
   std::string_view collected = collector(S, f, n);  // logs of `logs = {"loss": loss.item()}`
   for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
     TSSymbol k = ts_node_symbol(p);
@@ -546,6 +587,15 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
       if (!bound.empty() && !ts_node_is_null(body) && tested_before_exit(S, f, body, bound)) out.decides_exit = true;
       if (!bound.empty() && !ts_node_is_null(body) && only_displayed(S, f, body, bound)) out.printed = true;
       if (!collected.empty() && !ts_node_is_null(body) && displayed_each_step(S, f, body, collected)) out.printed = true;
+      // `preds = logits.argmax(-1).cpu()` only collected (`all.extend(preds.tolist())`), or
+      // `lr = x.item()` read only after the loop (not in its `while` condition either):
+      // summed for later too.
+      if (!bound.empty() && !ts_node_is_null(body) && !out.summed) {
+        bool later = true;
+        for (TSNode id : identifiers_named(p, f.text, bound, S.identifier, ts_node_start_byte(p), ts_node_end_byte(p)))
+          if (!binds_own_name(S, f, id, bound) && !summed_for_later(S, f, id)) later = false;
+        out.summed = later;
+      }
       // A loop that neither calls backward() nor steps (an evaluation pass, a loop over
       // loss terms) runs when the step around it runs it: keep looking for its guard.
       std::string_view loop_text = text_of(p, f.text);
@@ -788,6 +838,11 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       if (!facts.guard.empty()) node.attrs["guarded"] = facts.guard;
       if (facts.decides_exit) node.attrs["decides_exit"] = true;
       if (facts.printed) node.attrs["printed"] = true;
+      // What deferring can remove: a value only summed for later, or a bare wait.
+      auto method = node.attrs.find("method");
+      bool wait = method != node.attrs.end() && std::get_if<std::string>(&method->second) &&
+                  std::get<std::string>(method->second) == "synchronize";
+      if (facts.summed || wait) node.attrs["deferrable"] = true;
       std::string_view t = file.slice(node.range);
       if (contains(t, "environ") || contains(t, "getenv") || contains(t, "argv") || contains(t, "args.") ||
           python_arithmetic(t) || host_number(S, file, root, fn, node))

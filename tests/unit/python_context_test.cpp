@@ -34,6 +34,28 @@ TEST(PythonContext, FileKindsFromPaths) {
   EXPECT_EQ(std::get<std::string>(m.attrs.at("file_kind")), "test");
 }
 
+TEST(PythonContext, FilesThatStepAnEnvironmentAreEnvironmentBound) {
+  const std::string agent = R"(import gymnasium as gym
+import torch
+
+envs = gym.vector.SyncVectorEnv([make_env(i) for i in range(4)])
+for step in range(1000):
+    action = agent(obs)
+    obs, reward, done, trunc, info = envs.step(action.cpu().numpy())
+)";
+  std::optional<std::string> why = python::environment_bound(agent);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("`envs.step(` at line 7"), std::string::npos) << *why;
+  ir::Module m = python::build_ir(SourceFile{"cleanrl/ppo.py", agent});
+  EXPECT_EQ(std::get<std::string>(m.attrs.at("file_kind")), "env-bound");
+  // A gym import without stepping an environment, or an optimizer's step without gym: no.
+  EXPECT_FALSE(python::environment_bound("import gym\nspace = gym.spaces.Box(0, 1)\n"));
+  EXPECT_FALSE(python::environment_bound("import torch\noptimizer.step()\nenv_scheduler.step()\n"));
+  // A path kind comes first.
+  ir::Module t = python::build_ir(SourceFile{"tests/test_ppo.py", agent});
+  EXPECT_EQ(std::get<std::string>(t.attrs.at("file_kind")), "test");
+}
+
 TEST(PythonContext, EagerEntriesOfAttentionDispatch) {
   ir::Module m = build(R"(
 import torch
