@@ -116,6 +116,15 @@ Value Builder::lower_call(TSNode e) {
     if (it != sc.vars.end()) {
       if (it->second.module >= 0) return apply_module(it->second.module, std::string(name), a, e);
       if (scaler_step(name, a)) count_training_mark();
+      // A dropout layer handed in as an argument (`def attention(q, k, v, mask, dropout):
+      // ... dropout(scores)`): a variable named dropout, attn_drop, ..., called on one tensor.
+      std::string lower = lower_ascii(name);
+      if ((contains(lower, "dropout") || lower == "drop" || lower.ends_with("_drop")) && a.pos.size() == 1 && a.kw.empty() && !a.splat) {
+        NodeId id = emit("dropout", {arg_node(a, 0, "input")}, e);
+        set(id, "module", std::string(name));  // the fix's `name.p if self.training else 0.0`
+        set(id, "p_text", std::string(name) + ".p if " + std::string(name) + ".training else 0.0");  // without self
+        return val(id);
+      }
       return opaque(a, e, std::string(name));
     }
     if (int f = local_function(name); f >= 0) return inline_call(f, a, e, -1, "");

@@ -86,6 +86,16 @@ TEST_F(AttentionFix, FixesComputeTheSameNumbers) {
   }
 }
 
+TEST_F(AttentionFix, ADropoutLayerPassedInIsDropoutAndTheFixReadsItsP) {
+  auto fs = analyze("attention_dropout_argument.py");
+  const Finding* f = in_class(fs, "MultiHeadAttentionBlock");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->fix, "out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask != 0, "
+                    "dropout_p=dropout.p if dropout.training else 0.0, scale=1 / (math.sqrt(d_k)))");
+  EXPECT_TRUE(f->context.empty()) << f->context;
+  for (const Finding& g : fs) EXPECT_NE(g.function, "mix") << g.message;  // drop_path(x, p, training)
+}
+
 TEST_F(AttentionFix, VariantsAreDemotedAndSayWhy) {
   auto fs = analyze("attention_sdpa_fixes.py");
   std::map<std::string, std::string> want = {
