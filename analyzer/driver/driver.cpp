@@ -43,6 +43,12 @@ double min_confidence_for(const std::string& path, const DriverOptions& options)
   return options.config ? options.config->settings_for(path).min_confidence : options.min_confidence;
 }
 
+// The torch pins found so far, shared by every analysis of the process.
+driver::TorchVersionFinder& torch_pins() {
+  static driver::TorchVersionFinder versions;
+  return versions;
+}
+
 Effective effective_settings(const std::string& path, const DriverOptions& options) {
   Effective e;
   if (options.config) {
@@ -63,8 +69,7 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
   }
   e.key += options.report_unused_suppressions ? ";unused" : "";
   // The target torch: the option or configuration, else the project's pin.
-  static driver::TorchVersionFinder versions;
-  if (e.torch_version.empty()) e.torch_version = versions.for_file(path), e.key += ";pin=" + e.torch_version;
+  if (e.torch_version.empty()) e.torch_version = torch_pins().for_file(path), e.key += ";pin=" + e.torch_version;
   e.key += options.show_demoted ? ";demoted" : "";
   for (const std::string& kind : options.keep_contexts) e.key += ";keep=" + kind;
   // A modular source's findings depend on the file generated from it (context_usage.h).
@@ -331,6 +336,8 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   sort_report(report);
   return report;
 }
+
+void forget_torch_pins() { torch_pins().forget(); }
 
 Report analyze_source(const SourceFile& file, const Engine& engine, const DriverOptions& options, Sources* sources) {
   Report report;

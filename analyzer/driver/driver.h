@@ -89,6 +89,11 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
                      const DriverOptions& options, Sources* sources,
                      const std::string& stdin_name = "");
 
+// Forgets the torch versions the projects' requirements, environment and CI files pin
+// (read once per directory and kept for the process): the editor server calls it when
+// one of those files changes.
+void forget_torch_pins();
+
 // One in-memory file (used by tests, editors and stdin). A path ending in .ipynb is
 // read as a notebook's JSON.
 Report analyze_source(const SourceFile& file, const Engine& engine, const DriverOptions& options,

@@ -234,6 +234,11 @@ std::optional<std::string> TorchVersionFinder::in_directory(const fs::path& dir)
   return std::nullopt;
 }
 
+void TorchVersionFinder::forget() {
+  std::lock_guard lock(mutex_);
+  cache_.clear();
+}
+
 std::string TorchVersionFinder::for_file(const std::string& path) {
   std::error_code ec;
   fs::path dir = fs::absolute(fs::path(path), ec).parent_path();

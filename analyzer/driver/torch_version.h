@@ -35,6 +35,9 @@ std::optional<std::string> ci_torch_pin_in(std::string_view text);
 class TorchVersionFinder {
  public:
   std::string for_file(const std::string& path);  // "" when nothing pins torch
+  // Drops every cached answer: a requirements, project, environment or CI file changed
+  // (the editor server hears of it; one analysis run reads each directory once).
+  void forget();
 
  private:
   std::optional<std::string> in_directory(const std::filesystem::path& dir);

@@ -156,8 +156,7 @@ void Server::handle_notification(const std::string& method, const json& params) 
   else if (method == "textDocument/didChange") did_change(params);
   else if (method == "textDocument/didClose") did_close(params);
   else if (method == "textDocument/didSave") {
-    std::string path = path_from_uri(params.at("textDocument").at("uri").get<std::string>());
-    if (is_config_file(path)) reload_config();
+    project_file_changed(path_from_uri(params.at("textDocument").at("uri").get<std::string>()));
   } else if (method == "workspace/didChangeWatchedFiles") did_change_watched_files(params);
   else if (method == "$/cancelRequest") cancel(params.at("id"));
   else if (method == "$/setTrace") {
@@ -239,7 +238,15 @@ void Server::initialized() {
               {{{"id", "mlsem-config-files"},
                 {"method", "workspace/didChangeWatchedFiles"},
                 {"registerOptions",
-                 {{"watchers", {{{"globPattern", "**/mlsem.toml"}}, {{"globPattern", "**/pyproject.toml"}}}}}}}}}});
+                 {{"watchers",
+                   {{{"globPattern", "**/mlsem.toml"}},
+                    {{"globPattern", "**/pyproject.toml"}},
+                    // What pins the torch the project targets (rules whose fix needs a newer one are off).
+                    {{"globPattern", "**/requirements*.{txt,in}"}},
+                    {{"globPattern", "**/setup.{py,cfg}"}},
+                    {{"globPattern", "**/{environment,conda,env}*.{yml,yaml}"}},
+                    {{"globPattern", "**/.github/workflows/*.{yml,yaml}"}},
+                    {{"globPattern", "**/{.travis,.gitlab-ci,azure-pipelines}.yml"}}}}}}}}}});
 }
 
 }  // namespace mlsem::lsp

@@ -34,6 +34,9 @@ namespace mlsem::lsp {
 
 // Whether a changed file (path or URI path) is one the configuration is read from.
 bool is_config_file(const std::string& path);
+// Whether a change to `path` may change the torch version the project pins: a
+// requirements, pyproject, setup, conda environment or CI file.
+bool pins_torch_file(const std::string& path);
 
 // A configuration resolver as `mlsem analyze` makes one with no options (documents.cpp).
 std::unique_ptr<config::Resolver> new_resolver(const Engine& engine);
@@ -124,6 +127,9 @@ class Server {
   void did_close(const json& params);
   void did_change_watched_files(const json& params);
   void reload_config();
+  // A configuration file or a file that pins torch changed (saved, or watched): forget the
+  // pins and analyze every open document again.
+  void project_file_changed(const std::string& path);
   // Loads the configuration for a document's path into resolver_ (lock held); the
   // configuration problems not yet shown, as showMessage/logMessage notifications.
   std::vector<json> prepare_settings(const std::string& path);

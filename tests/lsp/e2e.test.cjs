@@ -224,6 +224,30 @@ test('push diagnostics are re-published when pyproject.toml changes', async (t) 
   assert.equal(await c.close(), 0);
 });
 
+test('diagnostics follow an edited torch pin', async (t) => {
+  // ACT001's fix (F.gelu(approximate='tanh')) needs torch 1.12: off where the project pins
+  // an older one. The server keeps the pins it has read, and forgets them when a
+  // requirements file changes (watched) or is saved.
+  const root = tempWorkspace();
+  fs.mkdirSync(path.join(root, '.git'));
+  const requirements = path.join(root, 'requirements.txt');
+  fs.writeFileSync(requirements, 'torch==1.8.0\n');
+  const uri = uriOf(path.join(root, 'model.py'));
+  const c = new Client(t);
+  await c.initialize(capabilitiesFor('utf-16'), { rootUri: uriOf(root) });
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: SOURCE } });
+  assert.deepEqual(await c.diagnostics(uri, 1), []);
+  fs.writeFileSync(requirements, 'torch==2.4.0\n');
+  const seen = c.events.length;
+  await c.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: uriOf(requirements), type: 2 }] });
+  assert.equal((await c.diagnostics(uri, 1, seen)).length, 2);
+  fs.writeFileSync(requirements, 'torch==1.10.2\n');
+  const seen2 = c.events.length;
+  await c.notify('textDocument/didSave', { textDocument: { uri: uriOf(requirements) } });
+  assert.deepEqual(await c.diagnostics(uri, 1, seen2), []);
+  assert.equal(await c.close(), 0);
+});
+
 test('a document closed while its analysis waits out the debounce: the worker does not read it again', async (t) => {
   // The worker waits until the document's due time; a configuration change with no
   // document open wakes it without new work, and it must not read the closed
