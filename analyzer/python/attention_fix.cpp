@@ -327,9 +327,26 @@ class FixPass : private AttentionSyntax {
             walk.emplace_back(u, depth + 1);
         }
       }
+      bool probs_here = std::find(prob_path.begin(), prob_path.end(), x) != prob_path.end();
       for (ir::NodeId u : reach) {
         const ir::Node& un = fn.nodes[u];
         const std::string* c = str_attr(un, "callee");
+        // The probabilities handed to other code (`past_key_value.update_slimming(attn_weights,
+        // ...)`, H2O's cache eviction; an attention store): it needs them, SDPA does not
+        // return them. Not a print or a logger's call.
+        // Only a call written as one (a tuple or dict the function returns them in is the
+        // returns-weights context's).
+        TSNode call = probs_here && un.op == "call" ? unparen(exact(un.range)) : TSNode{};
+        if (!ts_node_is_null(call) && ts_node_symbol(call) == S.call) {
+          std::string shown(text(field(call, S.f_function)));
+          std::string callee = lower_ascii(shown);
+          if (callee != "print" && callee != "tuple" && callee != "list" && callee != "dict" && callee != "len" &&
+              !contains(callee, "log") && !contains(callee, "checkpoint") && !contains(callee, "drop")) {
+            why_not("the probabilities are also passed to `" + shown + "` (line " + line(un.range) +
+                    "); SDPA does not return them");
+            continue;
+          }
+        }
         bool lse = c && c->find("logsumexp") != std::string::npos;
         if (!lse && !is_one_of(un.op, {"matmul", "add", "sub", "mul", "div", "scale", "sum", "mean", "max", "min",
                                        "exp", "log", "mask"}))

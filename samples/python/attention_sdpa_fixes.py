@@ -26,7 +26,9 @@ Not expected (near misses, marked ok: reported only as demoted info, hidden by d
 - a piece of block-sparse attention (BigBird);
 - a masked_fill with a finite -100 (not a hard mask);
 - scores computed one way in an `if` branch and another way in the other (LUKE);
-- a relative-position score matrix added before the scale (Conformer's matrix_bd).
+- a relative-position score matrix added before the scale (Conformer's matrix_bd);
+- H2O's heavy-hitter cache: the probabilities are handed to the cache, which keeps the keys
+  they weigh most (SDPA does not return them).
 """
 
 import math
@@ -261,6 +263,15 @@ class SinkAttention(nn.Module):
         attn_weights = F.softmax(attn_weights, dim=-1)
         attn_output = torch.matmul(attn_weights, value)  # ok: ATT001
         return attn_output * sink_scale.unsqueeze(-1)
+
+
+class HeavyHitterAttention(nn.Module):
+    def forward(self, query, key, value, past_key_value, layer_idx):
+        attn_weights = torch.matmul(query, key.transpose(2, 3)) / math.sqrt(query.size(-1))
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+        if past_key_value is not None:
+            past_key_value.update_slimming(attn_weights, layer_idx)
+        return torch.matmul(attn_weights, value)  # ok: ATT001
 
 
 class ShiftedWindowAttention(nn.Module):

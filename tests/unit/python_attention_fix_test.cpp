@@ -101,6 +101,7 @@ TEST_F(AttentionFix, VariantsAreDemotedAndSayWhy) {
   std::map<std::string, std::string> want = {
       {"OpenAIMultiplicativeMask", "multiplied"},  // w * b: a multiplicative mask
       {"SinkAttention", "logsumexp"},
+      {"HeavyHitterAttention", "passed to `past_key_value.update_slimming`"},
       {"ShiftedWindowAttention", "another view"},
       {"CosineLogitScaleAttention", "logit scale"},
       {"RelativeValueAttention", "probabilities are also used"},
