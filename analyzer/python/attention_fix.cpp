@@ -332,16 +332,19 @@ class FixPass : private AttentionSyntax {
         const ir::Node& un = fn.nodes[u];
         const std::string* c = str_attr(un, "callee");
         // The probabilities handed to other code (`past_key_value.update_slimming(attn_weights,
-        // ...)`, H2O's cache eviction; an attention store): it needs them, SDPA does not
-        // return them. Not a print or a logger's call.
+        // ...)`, H2O's cache eviction): it needs them, SDPA does not return them. Not a print,
+        // a logger, nor a map saved or hooked for visualization (`if register_hook:
+        // self.save_attention_map(attn)`, BLIP's Grad-CAM switch): that path is opt-in.
         // Only a call written as one (a tuple or dict the function returns them in is the
         // returns-weights context's).
         TSNode call = probs_here && un.op == "call" ? unparen(exact(un.range)) : TSNode{};
         if (!ts_node_is_null(call) && ts_node_symbol(call) == S.call) {
           std::string shown(text(field(call, S.f_function)));
           std::string callee = lower_ascii(shown);
-          if (callee != "print" && callee != "tuple" && callee != "list" && callee != "dict" && callee != "len" &&
-              !contains(callee, "log") && !contains(callee, "checkpoint") && !contains(callee, "drop")) {
+          bool aside = false;
+          for (const char* w : {"log", "checkpoint", "drop", "save", "store", "record", "hook", "visual", "map"})
+            aside = aside || contains(callee, w);
+          if (callee != "print" && callee != "tuple" && callee != "list" && callee != "dict" && callee != "len" && !aside) {
             why_not("the probabilities are also passed to `" + shown + "` (line " + line(un.range) +
                     "); SDPA does not return them");
             continue;

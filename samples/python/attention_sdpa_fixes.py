@@ -15,7 +15,9 @@ same numbers (tests/unit/python_attention_fix_test.cpp checks the fix text):
 - products made inside a MatMul wrapper module (SqueezeBERT): q, k, v as placeholders;
 - a mask cast to the scores' dtype (`mask.to(scores.dtype)`): the fix casts to q's;
 - GPT-J/CodeGen-style fp32 scores from upcast q and k, v left in its dtype: the fix says
-  SDPA needs one dtype and how the numbers then differ.
+  SDPA needs one dtype and how the numbers then differ;
+- BLIP's ViT attention, whose probabilities are saved for Grad-CAM only under
+  `if register_hook:` (an opt-in visualization, not what SDPA must return).
 Not expected (near misses, marked ok: reported only as demoted info, hidden by default):
 - GPT-1's `w * b - 1e4 * (1 - b)` causal mask: a subtraction mlsem does not rewrite;
 - attention sinks: the scores also feed a logsumexp (SDPA does not return it);
@@ -272,6 +274,28 @@ class HeavyHitterAttention(nn.Module):
         if past_key_value is not None:
             past_key_value.update_slimming(attn_weights, layer_idx)
         return torch.matmul(attn_weights, value)  # ok: ATT001
+
+
+class GradCamViTAttention(nn.Module):
+    """BLIP's ViT: the probabilities are saved for Grad-CAM only when asked."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def save_attention_map(self, attention_map):
+        self.attention_map = attention_map
+
+    def forward(self, x, register_hook=False):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        attn = attn.softmax(dim=-1)
+        if register_hook:
+            self.save_attention_map(attn)
+        return (attn @ v).transpose(1, 2).reshape(B, N, C)  # expect: ATT001
 
 
 class ShiftedWindowAttention(nn.Module):
