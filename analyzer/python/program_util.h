@@ -34,6 +34,12 @@ bool test_path(std::string_view path);
 // Whether the text places tensors on a GPU somewhere (.cuda(, "cuda", .to(device, ...).
 bool gpu_text(std::string_view t);
 
+// Whether the int()/float() read `sync` of `fn` converts a Python number rather than a
+// tensor: its operand a name or `self` attribute every assignment in the file sets from a
+// config value, or one the file never assigns, or a parameter not annotated as a tensor
+// (program_host.cpp).
+bool host_number(const Syntax& S, const SourceFile& f, TSNode root, const ir::Function& fn, const ir::Node& sync);
+
 // The innermost IR function whose range holds `r`, or null.
 ir::Function* home_of(ir::Module& out, const Range& r);
 
