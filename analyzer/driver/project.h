@@ -403,6 +403,7 @@ struct Project {
   std::map<std::string, Names> names;          // candidates, by canonical file
   std::map<std::string, std::string> texts;    // canonical path -> a candidate file's text, read once
   std::set<std::string> file_names;            // the candidate files' names
+  Names tests;                                 // its test files (test_file), as walked
   Imports imports;
   Graph graph;
   std::vector<char> used;                      // by graph id, once computed

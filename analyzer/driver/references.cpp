@@ -233,10 +233,12 @@ bool reach(const fs::path& root, Project& project, Each each) {
   bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
     each(file, text, python);
     if (!python) return;
+    bool test = test_file(root, file);
+    if (test) project.tests.insert(file);
     auto& [defs, imports] = facts[file];
     imports = import_words(text);
     // A module only tests import may still be used from outside, like one nothing imports.
-    if (!test_file(root, file)) scan_imports(imports, file, project.imports);
+    if (!test) scan_imports(imports, file, project.imports);
     defs = top_definitions(text);
     bool dynamic = looks_up_names(text);
     for (const Definition& d : defs) {
@@ -247,11 +249,11 @@ bool reach(const fs::path& root, Project& project, Each each) {
   if (!read) return false;
   // A script's definitions (a module nothing imports) run; a test file's are the tests'.
   for (uint32_t id = 0; id < graph.names.size(); ++id)
-    if (!imported(project.imports, graph.files[id]) && !test_file(root, graph.files[id]))
+    if (!imported(project.imports, graph.files[id]) && !project.tests.count(graph.files[id]))
       seeds.push_back(id);
   const Names none;
   read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
-    if (python && test_file(root, file)) {
+    if (python && project.tests.count(file)) {
       words(text, true, [&](std::string_view w, size_t, size_t) {
         if (auto it = graph.ids.find(w); it != graph.ids.end())
           for (uint32_t id : it->second) graph.in_tests[id] = 1;
@@ -274,18 +276,23 @@ bool reach(const fs::path& root, Project& project, Each each) {
 
 Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pass) {
   Demoted demoted;
+  // The project root of a file's directory, looked up once per directory for every step.
+  std::map<fs::path, std::optional<fs::path>> roots;
+  auto root_for = [&](const fs::path& absolute) -> const std::optional<fs::path>& {
+    auto [r, fresh] = roots.try_emplace(absolute.parent_path());
+    if (fresh) r->second = marked_root(absolute.parent_path());
+    return r->second;
+  };
   if (pass.examples) {
-    std::map<fs::path, std::optional<fs::path>> roots;  // directory -> its project's root
     std::map<fs::path, size_t> root_scripts;
     for (Finding& f : findings) {
       if (!f.context.empty() || !f.path.ends_with(".py")) continue;
       std::error_code ec;
       fs::path absolute = fs::absolute(f.path, ec);
       if (ec) continue;
-      auto [r, fresh] = roots.try_emplace(absolute.parent_path());
-      if (fresh) r->second = marked_root(absolute.parent_path());
-      if (!r->second) continue;
-      if (std::string why = demonstration_reason(*r->second, absolute.string(), root_scripts); !why.empty()) {
+      const std::optional<fs::path>& root = root_for(absolute);
+      if (!root) continue;
+      if (std::string why = demonstration_reason(*root, absolute.string(), root_scripts); !why.empty()) {
         demote(f, "example", why);
         ++demoted.example;
       }
@@ -311,7 +318,7 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     std::error_code ec;
     fs::path absolute = fs::absolute(path, ec);
     if (ec) continue;
-    std::optional<fs::path> root = marked_root(absolute.parent_path());
+    const std::optional<fs::path>& root = root_for(absolute);
     if (!root) continue;
     Project& project = projects[*root];
     root_of[path] = *root;

@@ -198,7 +198,6 @@ bool switch_off(const fs::path& root, Project& project) {
     std::string file;
     python::Switches switches;
     Names tested = {};  // the parameters and keys its guards test
-    Names keys = {};    // the configuration keys among them
   };
   std::vector<Mention> found;                              // the mentions under a switch
   std::set<std::pair<uint32_t, uint32_t>> unswitched;      // (user, name) with a mention under none
@@ -259,7 +258,7 @@ bool switch_off(const fs::path& root, Project& project) {
   Names builders;
   for (Mention& m : found)
     if (!unswitched.count({m.by, m.name})) {
-      for (const python::Guard& g : m.switches.guards) python::tested(g.condition, m.tested, &m.keys);
+      for (const python::Guard& g : m.switches.guards) python::tested(g.condition, m.tested);
       for (const std::string& p : m.tested) given[p];
       builders.insert(graph.names[m.by]);
     }
@@ -275,13 +274,12 @@ bool switch_off(const fs::path& root, Project& project) {
   bool read = each_file(root, project, [&](const std::string& file, std::string_view text, bool python) {
     std::optional<std::vector<Definition>> defs;
     if (python) enum_members(text, enums);
-    std::optional<bool> test;
+    bool test = project.tests.count(file) > 0;
     words(text, python, [&](std::string_view w, size_t offset, size_t line) {
       if (auto g = given.find(w); g != given.end()) {
         auto [kind, literal] = value_at(text, offset, w.size(), python);
-        if (!test) test = test_file(root, file);
         if (kind != Given::Read)
-          g->second.push_back({file, static_cast<uint32_t>(offset), kind, literal, !python, *test});
+          g->second.push_back({file, static_cast<uint32_t>(offset), kind, literal, !python, test});
         if (!python) set_in[file].insert(std::string(w));
       }
       if (auto b = builders.find(w); b != builders.end()) {
@@ -328,9 +326,10 @@ bool switch_off(const fs::path& root, Project& project) {
     for (const std::string& param : m.tested) {
       auto g = given.find(param);
       if (g == given.end()) continue;
+      // A name its guards test is a parameter with a literal default, or else a
+      // configuration key (python/switches.h: the only atoms a Condition reads).
       auto d = m.switches.defaults.find(param);
       bool key = d == m.switches.defaults.end();
-      if (key && !m.keys.count(param)) continue;
       // A configuration key's values: what the project's code and configuration give it
       // outside its tests, when one of its configuration files sets it (else its values come
       // from outside the project: a downloaded config, a caller).

@@ -189,15 +189,22 @@ std::optional<std::string> ci_torch_pin_in(std::string_view raw) {
 
 namespace {
 
+bool yaml_name(const std::string& name) { return name.ends_with(".yml") || name.ends_with(".yaml"); }
+bool requirements_name(const std::string& name) { return name.starts_with("requirements") && name.ends_with(".txt"); }
+bool conda_name(const std::string& name) {
+  return (name.starts_with("environment") || name.starts_with("conda")) && yaml_name(name);
+}
+// The CI files at a project's root, but those under .github/workflows/ (every YAML there).
+constexpr const char* kCiFiles[] = {".circleci/config.yml", ".circleci/config.yaml", ".travis.yml", ".gitlab-ci.yml",
+                                    "azure-pipelines.yml"};
+
 // The oldest torch the CI files at a project's root install.
 std::optional<std::string> ci_pin_at(const fs::path& root) {
-  std::vector<fs::path> files = {root / ".circleci/config.yml", root / ".circleci/config.yaml", root / ".travis.yml",
-                                 root / ".gitlab-ci.yml", root / "azure-pipelines.yml"};
+  std::vector<fs::path> files;
+  for (const char* ci : kCiFiles) files.push_back(root / ci);
   std::error_code ec;
-  for (fs::directory_iterator it(root / ".github/workflows", ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.ends_with(".yml") || name.ends_with(".yaml")) files.push_back(it->path());
-  }
+  for (fs::directory_iterator it(root / ".github/workflows", ec), end; !ec && it != end; it.increment(ec))
+    if (yaml_name(it->path().filename().string())) files.push_back(it->path());
   std::optional<std::string> oldest;
   for (const auto& p : files)
     if (auto v = ci_torch_pin_in(read_small(p)); v && (!oldest || version_less(*v, *oldest))) oldest = v;
@@ -212,9 +219,8 @@ std::optional<std::string> TorchVersionFinder::in_directory(const fs::path& dir)
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (name.starts_with("requirements") && name.ends_with(".txt")) reqs.push_back(it->path());
-    if ((name.starts_with("environment") || name.starts_with("conda")) && (name.ends_with(".yml") || name.ends_with(".yaml")))
-      conda.push_back(it->path());
+    if (requirements_name(name)) reqs.push_back(it->path());
+    if (conda_name(name)) conda.push_back(it->path());
   }
   std::sort(reqs.begin(), reqs.end());
   std::sort(conda.begin(), conda.end());
@@ -232,6 +238,16 @@ std::optional<std::string> TorchVersionFinder::in_directory(const fs::path& dir)
     if (auto v = torch_pin_in(text)) return v;
   }
   return std::nullopt;
+}
+
+bool reads_torch_pin(const fs::path& path) {
+  std::string name = path.filename().string();
+  if (name == "pyproject.toml" || name == "setup.cfg" || name == "setup.py" || requirements_name(name) || conda_name(name))
+    return true;
+  std::string p = path.generic_string();
+  for (const char* ci : kCiFiles)
+    if (p.ends_with("/" + std::string(ci)) || p == ci) return true;
+  return yaml_name(name) && path.parent_path().generic_string().ends_with(".github/workflows");
 }
 
 void TorchVersionFinder::forget() {

@@ -32,6 +32,11 @@ std::optional<std::string> ci_torch_pin_in(std::string_view text);
 // holding .git. When nothing pins torch up to there, the oldest torch the CI files of that
 // top directory install (.circleci, .github/workflows, .travis.yml, .gitlab-ci.yml,
 // azure-pipelines.yml). Results are cached per directory; safe to call from several threads.
+// Whether `path` is a file TorchVersionFinder reads for a pin (a pyproject.toml, setup.cfg,
+// setup.py, requirements*.txt, conda environment or CI file): a change to it may change the
+// answer (the editor server watches them).
+bool reads_torch_pin(const std::filesystem::path& path);
+
 class TorchVersionFinder {
  public:
   std::string for_file(const std::string& path);  // "" when nothing pins torch

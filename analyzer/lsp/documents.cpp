@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "driver/driver.h"
+#include "driver/torch_version.h"
 #include "lsp/findings.h"
 #include "lsp/server.h"
 
@@ -148,7 +149,7 @@ void Server::did_close(const json& params) {
 void Server::did_change_watched_files(const json& params) {
   for (const json& change : params.at("changes")) {
     std::string path = path_from_uri(change.at("uri").get<std::string>());
-    if (is_config_file(path) || pins_torch_file(path)) return project_file_changed(path);
+    if (is_config_file(path) || driver::reads_torch_pin(path)) return project_file_changed(path);
   }
 }
 
@@ -198,21 +199,8 @@ bool is_config_file(const std::string& path) {
   return name == "mlsem.toml" || name == "pyproject.toml";
 }
 
-bool pins_torch_file(const std::string& path) {
-  std::filesystem::path p(path);
-  std::string name = p.filename().string(), ext = p.extension().string();
-  bool yaml = ext == ".yml" || ext == ".yaml";
-  if (name == "pyproject.toml" || name == "setup.py" || name == "setup.cfg" || name == ".travis.yml" ||
-      name == ".gitlab-ci.yml" || name == "azure-pipelines.yml")
-    return true;
-  if (name.starts_with("requirements") && (ext == ".txt" || ext == ".in")) return true;
-  if (yaml && (name.starts_with("environment") || name.starts_with("conda") || name.starts_with("env"))) return true;
-  std::string dir = p.parent_path().generic_string();
-  return yaml && (dir.ends_with(".github/workflows") || dir.ends_with(".circleci"));
-}
-
 void Server::project_file_changed(const std::string& path) {
-  bool pins = pins_torch_file(path);
+  bool pins = driver::reads_torch_pin(path);
   if (pins) forget_torch_pins();
   if (pins || is_config_file(path)) reload_config();
 }

@@ -242,10 +242,12 @@ void Server::initialized() {
                    {{{"globPattern", "**/mlsem.toml"}},
                     {{"globPattern", "**/pyproject.toml"}},
                     // What pins the torch the project targets (rules whose fix needs a newer one are off).
-                    {{"globPattern", "**/requirements*.{txt,in}"}},
+                    // (driver::reads_torch_pin's files).
+                    {{"globPattern", "**/requirements*.txt"}},
                     {{"globPattern", "**/setup.{py,cfg}"}},
-                    {{"globPattern", "**/{environment,conda,env}*.{yml,yaml}"}},
+                    {{"globPattern", "**/{environment,conda}*.{yml,yaml}"}},
                     {{"globPattern", "**/.github/workflows/*.{yml,yaml}"}},
+                    {{"globPattern", "**/.circleci/config.{yml,yaml}"}},
                     {{"globPattern", "**/{.travis,.gitlab-ci,azure-pipelines}.yml"}}}}}}}}}});
 }
 

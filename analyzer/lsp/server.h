@@ -34,9 +34,6 @@ namespace mlsem::lsp {
 
 // Whether a changed file (path or URI path) is one the configuration is read from.
 bool is_config_file(const std::string& path);
-// Whether a change to `path` may change the torch version the project pins: a
-// requirements, pyproject, setup, conda environment or CI file.
-bool pins_torch_file(const std::string& path);
 
 // A configuration resolver as `mlsem analyze` makes one with no options (documents.cpp).
 std::unique_ptr<config::Resolver> new_resolver(const Engine& engine);

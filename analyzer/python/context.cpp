@@ -485,23 +485,23 @@ std::optional<std::pair<std::string, std::string>> file_kind(std::string_view pa
 }
 
 std::optional<std::string> environment_bound(std::string_view text) {
-  bool gym = false;
-  for (std::string_view lib : {"import gym", "from gym", "import envpool", "from envpool", "import procgen",
-                               "from procgen", "import dm_control", "from dm_control"})
-    gym = gym || contains(text, lib);
-  if (!gym) return std::nullopt;
-  // `envs.step(actions)`, `env.step(action)`, `self.env.step(...)`.
+  // `envs.step(actions)`, `env.step(action)`, `self.env.step(...)` first: this runs on every
+  // file, and most have no `.step(` at all, so one scan settles them; the imports only then.
   for (size_t at = text.find(".step("); at != std::string_view::npos; at = text.find(".step(", at + 1)) {
     size_t b = at;
     while (b > 0 && (std::isalnum(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == '_')) --b;
     std::string receiver = lower_ascii(text.substr(b, at - b));
-    if (receiver.starts_with("env")) {
-      size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
-      return "environment-bound: the file steps a reinforcement-learning environment (`" + std::string(text.substr(b, at + 6 - b)) +
-             "` at line " + std::to_string(line) +
-             ") on every iteration: the time goes to the simulator and to launching the agent's small "
-             "networks, not to GPU throughput";
-    }
+    if (!receiver.starts_with("env")) continue;
+    bool gym = false;
+    for (std::string_view lib : {"import gym", "from gym", "import envpool", "from envpool", "import procgen",
+                                 "from procgen", "import dm_control", "from dm_control"})
+      gym = gym || contains(text, lib);
+    if (!gym) return std::nullopt;
+    size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+    return "environment-bound: the file steps a reinforcement-learning environment (`" + std::string(text.substr(b, at + 6 - b)) +
+           "` at line " + std::to_string(line) +
+           ") on every iteration: the time goes to the simulator and to launching the agent's small "
+           "networks, not to GPU throughput";
   }
   return std::nullopt;
 }

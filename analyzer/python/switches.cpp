@@ -118,8 +118,7 @@ struct Reader {
 
   // The parameter or key `n` tests, into `c`.
   void name(TSNode n, Condition& c) const {
-    if (config_key(n, &c.param)) c.key = true;
-    else c.param = text_of(n, src);
+    if (!config_key(n, &c.param)) c.param = text_of(n, src);
   }
 
   Condition read(TSNode n) const {
@@ -272,10 +271,9 @@ std::vector<Switches> switches_at(std::string_view source, const std::vector<uin
   return out;
 }
 
-void tested(const Condition& c, std::set<std::string, std::less<>>& out, std::set<std::string, std::less<>>* keys) {
+void tested(const Condition& c, std::set<std::string, std::less<>>& out) {
   if (!c.param.empty()) out.insert(c.param);
-  if (!c.param.empty() && c.key && keys) keys->insert(c.param);
-  for (const Condition& k : c.kids) tested(k, out, keys);
+  for (const Condition& k : c.kids) tested(k, out);
 }
 
 std::optional<bool> evaluate(const Condition& c, const std::map<std::string, std::vector<Literal>, std::less<>>& values) {

@@ -38,7 +38,6 @@ std::optional<Literal> parse_literal(std::string_view text, bool bare_words = fa
 struct Condition {
   enum Kind { Param, Compare, Not, And, Or, Other } kind = Other;
   std::string param;          // Param, Compare: the parameter, or the key (the attribute's name)
-  bool key = false;           // Param, Compare: `param` is a configuration key, not a parameter
   std::string op;             // Compare: ==, !=, is, is not, in, not in
   std::vector<Literal> rhs;   // Compare
   std::vector<Condition> kids;  // Not (one), And, Or
@@ -59,10 +58,8 @@ struct Switches {
   std::string function;  // the function: `name`, or `Class.name` for a method
 };
 
-// The parameters and keys `condition`'s atoms test, into `out`; the keys alone into `keys`
-// when given.
-void tested(const Condition& condition, std::set<std::string, std::less<>>& out,
-            std::set<std::string, std::less<>>* keys = nullptr);
+// The parameters and keys `condition`'s atoms test, into `out`.
+void tested(const Condition& condition, std::set<std::string, std::less<>>& out);
 
 // Replaces each Member of `condition`'s right-hand sides by what `resolve` gives (a String);
 // false when one has no value there (the condition then reads nothing).

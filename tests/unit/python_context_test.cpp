@@ -194,6 +194,16 @@ def esm_gelu(x):
   EXPECT_EQ(fact(function(m, "gelu"), "reference"), "");
 }
 
+TEST(TorchVersion, TheFilesItReadsForAPin) {
+  for (const char* p : {"proj/pyproject.toml", "setup.py", "proj/setup.cfg", "proj/requirements-dev.txt",
+                        "proj/environment.yml", "proj/conda-gpu.yaml", "proj/.github/workflows/ci.yaml",
+                        "proj/.circleci/config.yml", "proj/.travis.yml", "proj/.gitlab-ci.yml", "azure-pipelines.yml"})
+    EXPECT_TRUE(driver::reads_torch_pin(p)) << p;
+  for (const char* p : {"proj/model.py", "proj/requirements.in", "proj/config.yaml", "proj/.circleci/other.yml",
+                        "proj/workflows/ci.yml", "proj/envs/train.yaml", "proj/mlsem.toml"})
+    EXPECT_FALSE(driver::reads_torch_pin(p)) << p;
+}
+
 TEST(TorchVersion, PinsInRequirementFormats) {
   using driver::torch_pin_in;
   EXPECT_EQ(torch_pin_in("numpy\ntorch==2.1.0+cu118\n").value_or("-"), "2.1");
