@@ -10,5 +10,5 @@ if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake -
   echo "build: failed" >&2
   exit 1
 fi
-grep -E "^-- (CUDA frontend|Clang 22 not found|mlsem kernels)" "$log" || true
+grep -E "^-- (mlsem allocator|CUDA frontend|Clang 22 not found|mlsem kernels)" "$log" || true
 echo "build: done (build/mlsem)"

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 pkgs=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
+      libmimalloc-dev  # the mlsem executable's allocator (CMakeLists.txt: MLSEM_ALLOCATOR)
       python3-jsonschema
       clang-22 libclang-cpp22-dev libclang-22-dev llvm-22-dev
       libclang-rt-22-dev  # Clang's sanitizer and libFuzzer runtimes: scripts/sanitize.sh, fuzz/
