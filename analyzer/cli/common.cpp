@@ -60,7 +60,8 @@ rules:
   --torch-version X.Y     the PyTorch version the code targets: rules whose fix needs a
                           newer one are off (default: the configuration, else the pin in the
                           nearest pyproject.toml, setup.cfg, setup.py, requirements*.txt or
-                          conda environment*.yml)
+                          conda environment*.yml, else the CI's oldest torch, else what the
+                          README states)
   --show-demoted          also report findings demoted by their context (info: eager
                           fallbacks, tests, op references, parity variants, cold or
                           unused code, modular sources, CUDA

@@ -187,6 +187,84 @@ std::optional<std::string> ci_torch_pin_in(std::string_view raw) {
   return *std::min_element(found.begin(), found.end(), version_less);
 }
 
+std::optional<std::string> readme_torch_pin_in(std::string_view raw) {
+  // A heading's words decide what its lines state: requirements, or news and results.
+  auto has = [](std::string_view text, const auto& words) {
+    return std::any_of(std::begin(words), std::end(words), [&](std::string_view w) { return text.find(w) != std::string_view::npos; });
+  };
+  static constexpr std::string_view kSetup[] = {"requirement", "install", "setup", "set up", "environment",
+                                                              "dependenc", "prerequisite", "getting started", "usage"};
+  static constexpr std::string_view kStatement[] = {
+      "require", "install", "tested", "test with", "developed with", "developed on", "built with", "depend",
+      "prerequisite", "compatible", "support", "or later", "or newer", "or higher", "or above", "and above",
+      "at least", "minimum", "python", "we use", "works with", "need"};
+  // A line that names a torch it moved to or from, or another project's image, states
+  // nothing about this code's own requirement.
+  static constexpr std::string_view kNot[] = {"upgrade", "bump", "nvcr.io", "docker", "pull", "deprecat",
+                                                            "no longer", "dropped", "drop support", "removed", "downgrad"};
+  std::vector<std::string> found;
+  // The heading levels (1 for `#`) whose sections are about setup, or news; 0: none.
+  size_t setup = 0, news = 0;
+  bool fenced = false;
+  for (size_t b = 0; b < raw.size();) {
+    size_t e = std::min(raw.find('\n', b), raw.size());
+    std::string line;
+    for (size_t i = b; i < e; ++i) line += static_cast<char>(std::tolower(static_cast<unsigned char>(raw[i])));
+    b = e + 1;
+    std::string_view t = trim(line);
+    if (t.starts_with("```") || t.starts_with("~~~")) fenced = !fenced;
+    if (!fenced && t.starts_with('#')) {
+      size_t level = t.find_first_not_of('#');
+      static constexpr std::string_view kNews[] = {"news", "update", "changelog", "change log", "release", "what's new",
+                                                   "history", "result", "benchmark", "leaderboard", "record"};
+      static constexpr std::string_view kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                                     "jul", "aug", "sep", "oct", "nov", "dec"};
+      // A dated heading (`## March 23, 2026`) is news too; a section's subsections are of it.
+      bool month = std::any_of(std::begin(kMonths), std::end(kMonths), [&](std::string_view m) {
+        for (size_t at = t.find(m); at != std::string_view::npos; at = t.find(m, at + 1))
+          if (at == 0 || !std::isalpha(static_cast<unsigned char>(t[at - 1]))) return true;  // not DINOv2
+        return false;
+      });
+      bool dated = month && t.find_first_of("0123456789") != std::string_view::npos;
+      if (!news || level <= news) news = has(t, kNews) || dated ? level : 0;
+      if (!setup || level <= setup) setup = has(t, kSetup) ? level : 0;
+      continue;
+    }
+    if (news || t.starts_with('|') || has(t, kNot)) continue;
+    for (size_t at = t.find("torch"); at != std::string_view::npos; at = t.find("torch", at + 5)) {
+      size_t start = at >= 2 && t.substr(at - 2, 2) == "py" ? at - 2 : at;
+      if (start > 0 && std::isalnum(static_cast<unsigned char>(t[start - 1]))) continue;
+      size_t i = at + 5;
+      if (i < t.size() && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_' || t[i] == '-' || t[i] == '.'))
+        continue;  // torchvision, torch_npu, pytorch-lightning, torch.compile
+      // `PyTorch 1.12`, `torch==1.8.1`, `PyTorch >= 1.13`, `PyTorch version 1.7.1`, `torch v2.0`.
+      while (i < t.size() && t[i] == ' ') ++i;
+      if (t.substr(i).starts_with("version")) i += 7;
+      while (i < t.size() && (t[i] == ' ' || t[i] == ':')) ++i;
+      std::string_view op;
+      for (std::string_view o : {"==", ">=", "\u2265", "~=", "=", ">"})  // U+2265: the sign >=
+        if (t.substr(i).starts_with(o)) {
+          op = o;
+          break;
+        }
+      i += op.size();
+      while (i < t.size() && t[i] == ' ') ++i;
+      if (i < t.size() && t[i] == 'v') ++i;
+      if (i + 2 >= t.size() || !std::isdigit(static_cast<unsigned char>(t[i])) || t[i + 1] != '.') continue;
+      std::string v = major_minor(t.substr(i));
+      size_t end = i;
+      while (end < t.size() && (std::isalnum(static_cast<unsigned char>(t[end])) || t[end] == '.')) ++end;
+      bool plus = end < t.size() && t[end] == '+';
+      // A statement of what the code needs: an operator, `1.12+`, a requirement's words, a
+      // shell command that installs it, or an item of a setup section's list.
+      bool item = t.starts_with("- ") || t.starts_with("* ") || (!t.empty() && std::isdigit(static_cast<unsigned char>(t[0])));
+      if (!v.empty() && (!op.empty() || plus || has(t, kStatement) || fenced || (setup && item))) found.push_back(v);
+    }
+  }
+  if (found.empty()) return std::nullopt;
+  return *std::min_element(found.begin(), found.end(), version_less);
+}
+
 namespace {
 
 bool yaml_name(const std::string& name) { return name.ends_with(".yml") || name.ends_with(".yaml"); }
@@ -208,6 +286,38 @@ std::optional<std::string> ci_pin_at(const fs::path& root) {
   std::optional<std::string> oldest;
   for (const auto& p : files)
     if (auto v = ci_torch_pin_in(read_small(p)); v && (!oldest || version_less(*v, *oldest))) oldest = v;
+  return oldest;
+}
+
+// A README or INSTALL file: README.md, readme.rst, README, INSTALL.md, ...
+bool readme_name(const std::string& name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!lower.starts_with("readme") && !lower.starts_with("install")) return false;
+  size_t dot = lower.find('.');
+  if (dot == std::string::npos) return lower == "readme" || lower == "install";
+  std::string ext = lower.substr(dot);
+  return ext == ".md" || ext == ".rst" || ext == ".txt" || ext == ".markdown";
+}
+
+// The torch the README and INSTALL files of `dir` state the code needs, when `dir` is a
+// Python project's (it holds a .py file, a requirements file, setup.py, setup.cfg or
+// pyproject.toml): the README of a repository in another language, or of documentation,
+// speaks of torch versions in general.
+std::optional<std::string> readme_pin_at(const fs::path& dir) {
+  std::vector<fs::path> files;
+  bool python = false;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (readme_name(name)) files.push_back(it->path());
+    python = python || name.ends_with(".py") || requirements_name(name) || name == "setup.cfg" || name == "pyproject.toml";
+  }
+  if (!python) return std::nullopt;
+  std::sort(files.begin(), files.end());
+  std::optional<std::string> oldest;
+  for (const auto& p : files)
+    if (auto v = readme_torch_pin_in(read_small(p)); v && (!oldest || version_less(*v, *oldest))) oldest = v;
   return oldest;
 }
 
@@ -247,12 +357,13 @@ bool reads_torch_pin(const fs::path& path) {
   std::string p = path.generic_string();
   for (const char* ci : kCiFiles)
     if (p.ends_with("/" + std::string(ci)) || p == ci) return true;
-  return yaml_name(name) && path.parent_path().generic_string().ends_with(".github/workflows");
+  return readme_name(name) || (yaml_name(name) && path.parent_path().generic_string().ends_with(".github/workflows"));
 }
 
 void TorchVersionFinder::forget() {
   std::lock_guard lock(mutex_);
   cache_.clear();
+  stated_.clear();
 }
 
 std::string TorchVersionFinder::for_file(const std::string& path) {
@@ -283,7 +394,33 @@ std::string TorchVersionFinder::for_file(const std::string& path) {
     // Nothing pins torch up to the root: the oldest torch its CI installs.
     if (!answered && !visited.empty()) found = ci_pin_at(visited.back()).value_or("");
     for (const auto& d : visited) cache_[d] = found;
+    if (found.empty()) found = stated_from(fs::absolute(fs::path(path), ec).parent_path());
   }
+  return found;
+}
+
+std::string TorchVersionFinder::stated_from(fs::path dir) {
+  // The nearest directory, from `dir` upwards to the project's top, whose README or
+  // INSTALL file states a torch: each directory's answer is its own file's, else its
+  // parent's.
+  std::vector<std::string> chain;
+  std::string found;
+  std::error_code ec;
+  for (int depth = 0; depth < 64 && !dir.empty(); ++depth) {
+    std::string key = dir.string();
+    if (auto it = stated_.find(key); it != stated_.end()) {
+      found = it->second;
+      break;
+    }
+    chain.push_back(key);
+    if (auto v = readme_pin_at(dir)) {
+      found = *v;
+      break;
+    }
+    if (fs::exists(dir / ".git", ec) || dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  for (const auto& d : chain) stated_[d] = found;
   return found;
 }
 

@@ -25,15 +25,24 @@ std::optional<std::string> conda_torch_pin_in(std::string_view text);
 // (or a block list, or one entry's `torch: 2.1`); nullopt when it names no torch version.
 std::optional<std::string> ci_torch_pin_in(std::string_view text);
 
+// The oldest torch a README or INSTALL file states the code needs: `PyTorch 1.12+`,
+// `tested on PyTorch 1.10`, `- PyTorch 1.3.1` in a Requirements section, `pip install
+// torch==1.8.1` in a code block. Not a line that moves from one torch to another (`upgrade`,
+// `bump`), a container image, a table row, nor a section of news, results or records;
+// nullopt when none.
+std::optional<std::string> readme_torch_pin_in(std::string_view text);
+
 // Finds the pin for files under a directory: the nearest directory, from the file's
 // own upwards, with a pyproject.toml, setup.cfg, setup.py or requirements*.txt that pins
 // torch (in that order within a directory), else a conda environment file
 // (environment*.yml, conda*.yaml, ...) that does; the search stops after a directory
 // holding .git. When nothing pins torch up to there, the oldest torch the CI files of that
 // top directory install (.circleci, .github/workflows, .travis.yml, .gitlab-ci.yml,
-// azure-pipelines.yml). Results are cached per directory; safe to call from several threads.
+// azure-pipelines.yml), else what the README or INSTALL file of the nearest directory on the
+// way up that has one stating it says. Results are cached per directory; safe to call from
+// several threads.
 // Whether `path` is a file TorchVersionFinder reads for a pin (a pyproject.toml, setup.cfg,
-// setup.py, requirements*.txt, conda environment or CI file): a change to it may change the
+// setup.py, requirements*.txt, conda environment, CI, README or INSTALL file): a change to it may change the
 // answer (the editor server watches them).
 bool reads_torch_pin(const std::filesystem::path& path);
 
@@ -46,8 +55,10 @@ class TorchVersionFinder {
 
  private:
   std::optional<std::string> in_directory(const std::filesystem::path& dir);
+  std::string stated_from(std::filesystem::path dir);  // a README's or INSTALL file's torch; mutex_ held
   std::mutex mutex_;
   std::map<std::string, std::string> cache_;  // directory -> version ("" = none up to the root)
+  std::map<std::string, std::string> stated_;  // directory -> the nearest README's version upwards ("" = none)
 };
 
 }  // namespace mlsem::driver

@@ -248,7 +248,8 @@ void Server::initialized() {
                     {{"globPattern", "**/{environment,conda}*.{yml,yaml}"}},
                     {{"globPattern", "**/.github/workflows/*.{yml,yaml}"}},
                     {{"globPattern", "**/.circleci/config.{yml,yaml}"}},
-                    {{"globPattern", "**/{.travis,.gitlab-ci,azure-pipelines}.yml"}}}}}}}}}});
+                    {{"globPattern", "**/{.travis,.gitlab-ci,azure-pipelines}.yml"}},
+                    {{"globPattern", "**/{README,Readme,readme,INSTALL,Install,install}{,.md,.rst,.txt,.markdown}"}}}}}}}}}});
 }
 
 }  // namespace mlsem::lsp

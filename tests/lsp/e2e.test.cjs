@@ -245,6 +245,19 @@ test('diagnostics follow an edited torch pin', async (t) => {
   const seen2 = c.events.length;
   await c.notify('textDocument/didSave', { textDocument: { uri: uriOf(requirements) } });
   assert.deepEqual(await c.diagnostics(uri, 1, seen2), []);
+  // Without a pin file, the README's statement decides (the README of a directory with
+  // Python in it: the open document saved there).
+  fs.rmSync(requirements);
+  fs.writeFileSync(path.join(root, 'model.py'), SOURCE);
+  const readme = path.join(root, 'README.md');
+  fs.writeFileSync(readme, '# Model\n\nRequires PyTorch 2.1 or later.\n');
+  const seen3 = c.events.length;
+  await c.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: uriOf(requirements), type: 3 }, { uri: uriOf(readme), type: 1 }] });
+  assert.equal((await c.diagnostics(uri, 1, seen3)).length, 2);
+  fs.writeFileSync(readme, '# Model\n\nTested on PyTorch 1.10.\n');
+  const seen4 = c.events.length;
+  await c.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: uriOf(readme), type: 2 }] });
+  assert.deepEqual(await c.diagnostics(uri, 1, seen4), []);
   assert.equal(await c.close(), 0);
 });
 

@@ -197,10 +197,12 @@ def esm_gelu(x):
 TEST(TorchVersion, TheFilesItReadsForAPin) {
   for (const char* p : {"proj/pyproject.toml", "setup.py", "proj/setup.cfg", "proj/requirements-dev.txt",
                         "proj/environment.yml", "proj/conda-gpu.yaml", "proj/.github/workflows/ci.yaml",
-                        "proj/.circleci/config.yml", "proj/.travis.yml", "proj/.gitlab-ci.yml", "azure-pipelines.yml"})
+                        "proj/.circleci/config.yml", "proj/.travis.yml", "proj/.gitlab-ci.yml", "azure-pipelines.yml",
+                        "proj/README.md", "proj/readme.rst", "proj/INSTALL.md", "README"})
     EXPECT_TRUE(driver::reads_torch_pin(p)) << p;
   for (const char* p : {"proj/model.py", "proj/requirements.in", "proj/config.yaml", "proj/.circleci/other.yml",
-                        "proj/workflows/ci.yml", "proj/envs/train.yaml", "proj/mlsem.toml"})
+                        "proj/workflows/ci.yml", "proj/envs/train.yaml", "proj/mlsem.toml", "proj/docs/guide.md",
+                        "proj/README.py", "proj/CHANGELOG.md"})
     EXPECT_FALSE(driver::reads_torch_pin(p)) << p;
 }
 
@@ -286,6 +288,77 @@ TEST(TorchVersion, CiInstallsAndMatrices) {
   EXPECT_FALSE(ci_torch_pin_in("run: pip install torch==${{ matrix.torch }}  # torch==1.4 once\n# pip install torch==1.2\n"));
   EXPECT_FALSE(ci_torch_pin_in("    container: pytorch/pytorch:1.8.1-cuda11.1-cudnn8-runtime\n"));
   EXPECT_FALSE(ci_torch_pin_in("run: pip install \"torch<2.0\"\n"));
+}
+
+TEST(TorchVersion, WhatAReadmeStatesTheCodeNeeds) {
+  using driver::readme_torch_pin_in;
+  // A statement, a `+`, an operator (also the sign >=), a setup section's list item, a
+  // shell command in a code block; the oldest of them.
+  EXPECT_EQ(readme_torch_pin_in("# Model\nThis code was tested on PyTorch 1.10 and CUDA 11.3.\n").value_or("-"), "1.10");
+  EXPECT_EQ(readme_torch_pin_in("Then install PyTorch 1.5+ and torchvision 0.6+.\n").value_or("-"), "1.5");
+  EXPECT_EQ(readme_torch_pin_in("- Linux, Python \u2265 3.10, PyTorch \u2265 2.5.1\n").value_or("-"), "2.5");
+  EXPECT_EQ(readme_torch_pin_in("## Requirements\n\n- PyTorch 1.3.1\n- CUDA 10.1\n").value_or("-"), "1.3");
+  EXPECT_EQ(readme_torch_pin_in("Developed with python version 3.6, PyTorch version 1.7.1.\n"
+                                "We could not reproduce the results with pytorch 1.8.1 yet, please use 1.7.1.\n")
+                .value_or("-"),
+            "1.7");
+  EXPECT_EQ(readme_torch_pin_in("## Setup\n```bash\npip install torch==1.8.1+cu111 torchvision\n```\n").value_or("-"), "1.8");
+  EXPECT_EQ(readme_torch_pin_in("* 64-bit Python 3.8 and PyTorch 1.12.0 (or later).\n").value_or("-"), "1.12");
+  // Not a statement about this code's own requirement: prose without a requirement's words,
+  // moves between versions, container images, tables, news and dated sections, other
+  // packages, attribute access.
+  EXPECT_FALSE(readme_torch_pin_in("Our kernel is 2x faster than PyTorch 2.1 eager.\n"));
+  EXPECT_FALSE(readme_torch_pin_in("If the build fails, try downgrading to PyTorch 2.1.0.\n"
+                                   "Please upgrade to PyTorch 2.5.1 or higher first.\n"
+                                   "docker run nvcr.io/nvidia/pytorch:24.01-py3 (PyTorch 2.2 inside)\n"
+                                   "| 7 | 12.0 minutes | Upgraded PyTorch 2.5.0 | 10/18/24 |\n"));
+  EXPECT_FALSE(readme_torch_pin_in("## What's New\n### March 23, 2026\n* Tests now require PyTorch 1.13 at the low end\n"
+                                   "## Feb 2, 2026\n* Unit tests need PyTorch 2.9.1\n"));
+  EXPECT_FALSE(readme_torch_pin_in("Requires torchvision 0.15 and pytorch-lightning 2.0; `torch.compile` 2.0 style.\n"));
+  EXPECT_EQ(readme_torch_pin_in("# DINOv2\n## Installation\nThe code requires PyTorch 2.0 and xFormers.\n").value_or("-"), "2.0");
+  // A news section ends at the next heading of its own level.
+  EXPECT_EQ(readme_torch_pin_in("## News\n- Now requires PyTorch 2.4\n## Installation\n- PyTorch 1.12+\n").value_or("-"), "1.12");
+  EXPECT_FALSE(readme_torch_pin_in(""));
+}
+
+TEST(TorchVersion, AReadmeComesAfterEveryPinFile) {
+  test_support::TempDir dir;
+  const std::string readme = "# Old\n## Requirements\n- PyTorch 1.3.1\n";
+  // Nothing else pins torch: the README does.
+  dir.write("old/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("old/README.md", readme);
+  dir.write("old/model.py", "x = 1\n");
+  dir.write("old/op/fused.py", "x = 1\n");
+  // A requirements pin, or the CI, beats it.
+  dir.write("pinned/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("pinned/README.md", readme);
+  dir.write("pinned/requirements.txt", "torch>=2.1\n");
+  dir.write("pinned/model.py", "x = 1\n");
+  dir.write("ci/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("ci/README.md", readme);
+  dir.write("ci/.travis.yml", "  - pip install torch==1.8.1\n");
+  dir.write("ci/model.py", "x = 1\n");
+  // The nearest README that states a version: a subproject's own.
+  dir.write("mono/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("mono/README.md", readme);
+  dir.write("mono/requirements.txt", "numpy\n");  // a Python project's top, pinning no torch
+  dir.write("mono/new/INSTALL.md", "Install PyTorch 2.4 or later.\n");
+  dir.write("mono/new/model.py", "x = 1\n");
+  dir.write("mono/plain/README.md", "Trains the plain model.\n");
+  dir.write("mono/plain/model.py", "x = 1\n");
+  // Not the README of a directory without Python (a C++ tool's, documentation's).
+  dir.write("tool/.git/HEAD", "ref: refs/heads/main\n");
+  dir.write("tool/README.md", readme);
+  dir.write("tool/CMakeLists.txt", "project(tool)\n");
+  dir.write("tool/samples/model.py", "x = 1\n");
+  driver::TorchVersionFinder finder;
+  EXPECT_EQ(finder.for_file((dir.path() / "old/model.py").string()), "1.3");
+  EXPECT_EQ(finder.for_file((dir.path() / "old/op/fused.py").string()), "1.3");
+  EXPECT_EQ(finder.for_file((dir.path() / "pinned/model.py").string()), "2.1");
+  EXPECT_EQ(finder.for_file((dir.path() / "ci/model.py").string()), "1.8");
+  EXPECT_EQ(finder.for_file((dir.path() / "mono/new/model.py").string()), "2.4");
+  EXPECT_EQ(finder.for_file((dir.path() / "mono/plain/model.py").string()), "1.3");
+  EXPECT_EQ(finder.for_file((dir.path() / "tool/samples/model.py").string()), "");
 }
 
 TEST(TorchVersion, CiFilesAtTheRootComeLast) {
