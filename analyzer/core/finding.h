@@ -2,7 +2,9 @@
 // frontend (Python, CUDA) and every output (text, JSON, editors).
 #pragma once
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,13 @@ struct Report {
   std::vector<Finding> findings;  // sorted by path, line, column, rule
   std::vector<FileError> errors;  // sorted by path, line
   size_t files_analyzed = 0;
+  // Rules whose fix needs a newer torch than the files' project pins (not --torch-version):
+  // the pinned version -> how many analyzed files target it, and the rule ids off there.
+  struct TorchOff {
+    size_t files = 0;
+    std::set<std::string> rules;
+  };
+  std::map<std::string, TorchOff> torch_off;
 };
 
 }  // namespace mlsem

@@ -27,6 +27,8 @@ struct FileResult {
   std::vector<Finding> findings;
   std::vector<FileError> errors;
   bool analyzed = false;
+  std::string pinned;                // the project's torch, when it turns rules off here
+  std::vector<std::string> torch_off;  // those rules
 };
 
 // The settings one file is analyzed with: from its configuration file, else the options.
@@ -35,6 +37,7 @@ struct Effective {
   double min_confidence = 0.0;
   const std::map<std::string, std::string>* severity = nullptr;
   std::string torch_version;
+  bool pinned = false;  // torch_version is the project's pin, not the option's or configuration's
   std::string key;
 };
 
@@ -53,7 +56,7 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
   Effective e;
   if (options.config) {
     const config::FileSettings& s = options.config->settings_for(path);
-    e = {&s.rules, s.min_confidence, &s.severity, s.torch_version, s.key};
+    e = {&s.rules, s.min_confidence, &s.severity, s.torch_version, false, s.key};
   } else {
     e.only_rules = options.only_rules ? &*options.only_rules : nullptr;
     e.min_confidence = options.min_confidence;
@@ -69,7 +72,8 @@ Effective effective_settings(const std::string& path, const DriverOptions& optio
   }
   e.key += options.report_unused_suppressions ? ";unused" : "";
   // The target torch: the option or configuration, else the project's pin.
-  if (e.torch_version.empty()) e.torch_version = torch_pins().for_file(path), e.key += ";pin=" + e.torch_version;
+  if (e.torch_version.empty())
+    e.torch_version = torch_pins().for_file(path), e.pinned = true, e.key += ";pin=" + e.torch_version;
   e.key += options.show_demoted ? ";demoted" : "";
   for (const std::string& kind : options.keep_contexts) e.key += ";keep=" + kind;
   // A modular source's findings depend on the file generated from it (context_usage.h).
@@ -201,6 +205,15 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
   for (size_t cr = program.text.find('\r'); cr != std::string::npos; cr = program.text.find('\r', cr + 1))
     if (cr + 1 == program.text.size() || program.text[cr + 1] != '\n') program.text[cr] = '\n';
   Effective settings = effective_settings(read.path, options);
+  // The rules the project's pin turns off here (Engine::analyze's own test), for the report's note.
+  if (settings.pinned && !settings.torch_version.empty() && language == "python") {
+    for (const Rule& rule : engine.rules())
+      if (rule.language == "python" && !rule.requires_torch.empty() &&
+          (!settings.only_rules || settings.only_rules->count(rule.id)) &&
+          version_less(settings.torch_version, rule.requires_torch))
+        result.torch_off.push_back(rule.id);
+    if (!result.torch_off.empty()) result.pinned = settings.torch_version;
+  }
   std::optional<driver::Cache> cache;
   std::string key;
   // A CUDA file's findings also depend on the headers it includes (a project's
@@ -252,6 +265,11 @@ void sort_report(Report& report) {
 
 void merge(FileResult& result, Report& report) {
   report.files_analyzed += result.analyzed;
+  if (result.analyzed && !result.pinned.empty()) {
+    Report::TorchOff& off = report.torch_off[result.pinned];
+    ++off.files;
+    off.rules.insert(result.torch_off.begin(), result.torch_off.end());
+  }
   std::move(result.findings.begin(), result.findings.end(), std::back_inserter(report.findings));
   std::move(result.errors.begin(), result.errors.end(), std::back_inserter(report.errors));
 }
@@ -293,6 +311,10 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
     std::move(one.findings.begin(), one.findings.end(), std::back_inserter(report.findings));
     std::move(one.errors.begin(), one.errors.end(), std::back_inserter(report.errors));
     report.files_analyzed += one.files_analyzed;
+    for (auto& [version, off] : one.torch_off) {
+      report.torch_off[version].files += off.files;
+      report.torch_off[version].rules.insert(off.rules.begin(), off.rules.end());
+    }
   }
   std::vector<FileResult> results(files.size());
   std::vector<SourceFile> texts(files.size());

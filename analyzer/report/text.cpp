@@ -169,6 +169,14 @@ std::string to_text(const Report& report, const Sources& sources, const TextOpti
   for (const FileError& error : report.errors) error_text(error, style, out);
   if (!report.errors.empty()) out += "\n";
   out += style.bold(summary(report)) + "\n";
+  // Rules the project's own torch pin turned off: say so, or a user wonders why they are silent.
+  for (const auto& [version, off] : report.torch_off) {
+    std::string ids;
+    for (const std::string& id : off.rules) ids += (ids.empty() ? "" : ", ") + id;
+    out += "note: " + plural(off.files, "file targets", "files target") + " torch " + version +
+           " (the project's requirements, CI or README): " + ids + " need a newer torch and did not run there; " +
+           "--torch-version X.Y runs them\n";
+  }
   return out;
 }
 

@@ -110,6 +110,31 @@ TEST(CliAnalyze, FindingExitsOneWithACompilerStyleReport) {
   EXPECT_TRUE(contains(mlsem("analyze --color always attn.py", dir.str()).out, "\x1b["));
 }
 
+TEST(CliAnalyze, RulesThePinTurnsOffAreNamedInANote) {
+  TempDir dir;
+  dir.write(".git/HEAD", "ref: refs/heads/main\n");
+  dir.write("README.md", "# Model\n\nTested on PyTorch 1.10.\n");
+  dir.write("attn.py", kAttention);
+  dir.write("clean.py", kClean);
+  // ATT001's fix (SDPA) needs torch 2.0: off for both files, and the note says so.
+  Outcome pinned = mlsem("analyze attn.py clean.py", dir.str());
+  EXPECT_EQ(pinned.code, 0) << pinned.out << pinned.err;
+  EXPECT_TRUE(contains(pinned.out, "no findings in 2 files\nnote: 2 files target torch 1.10 (the project's requirements, CI or README): "))
+      << pinned.out;
+  // ACT001's fix needs 1.12, ATT001's 2.0; PRC001 needs 1.10, which the project has.
+  EXPECT_TRUE(contains(pinned.out, "): ACT001, ATT001, ")) << pinned.out;
+  EXPECT_FALSE(contains(pinned.out, "PRC001")) << pinned.out;
+  // Only the rules that run are named: a selection leaves the others out.
+  Outcome selected = mlsem("analyze --select ATT001 attn.py", dir.str());
+  EXPECT_TRUE(contains(selected.out, "note: 1 file targets torch 1.10 (the project's requirements, CI or README): ATT001 need"))
+      << selected.out;
+  // A version the user chose is no surprise: no note, and the rule runs where it may.
+  Outcome chosen = mlsem("analyze --torch-version 2.4 attn.py", dir.str());
+  EXPECT_EQ(chosen.code, 1);
+  EXPECT_FALSE(contains(chosen.out, "note:")) << chosen.out;
+  EXPECT_FALSE(contains(mlsem("analyze --torch-version 1.8 attn.py", dir.str()).out, "note:"));
+}
+
 TEST(CliAnalyze, FileErrorsExitOneAndTheRestIsReported) {
   TempDir dir;
   dir.write("clean.py", kClean);
