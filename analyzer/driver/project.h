@@ -22,6 +22,7 @@
 #include "core/finding.h"
 #include "core/text.h"
 #include "python/context.h"
+#include "python/switches.h"
 
 namespace mlsem::driver::project {
 
@@ -446,5 +447,37 @@ bool each_file(const fs::path& root, const Project& project, Visit visit) {
 // Marks mentions under a switch no value in `project` turns on (`project.off`); true when
 // there are some (driver/switched_off.cpp).
 bool switch_off(const fs::path& root, Project& project);
+
+// Findings of methods that sit in a branch on an attribute (`if self.stratified:`) which
+// every Python file of their project only ever assigns literals (`self.stratified =
+// False`), none of which takes the branch; any other mention that may set it (a keyword, a
+// bare name, a string, a configuration file, `+=`) keeps the branch possible, and
+// `training` (nn.Module.train() sets it) is no such flag (driver/constant_flags.cpp).
+class ConstantFlags {
+ public:
+  // The candidates: findings not demoted, in a method of a file whose project root `root_of` gives.
+  ConstantFlags(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of);
+  // Reads the mentions of the candidates' attributes in one file of the project under `root`.
+  void scan(const fs::path& root, const std::string& file, std::string_view text, bool python);
+  // Demotes as `unused` the candidates still not demoted whose project was read whole
+  // (`read`) and whose branch no value takes. Returns how many.
+  size_t demote(const std::set<fs::path>& read);
+
+ private:
+  struct Flag {
+    std::vector<python::Literal> values;
+    std::string first;   // where the first assignment is, as where_in says it
+    bool other = false;  // assigned otherwise, passed by keyword, named bare, in a string or a config
+  };
+  struct Candidate {
+    Finding* finding;
+    fs::path root;
+    std::vector<python::Guard> guards;
+    std::string function;
+  };
+  std::vector<Candidate> candidates_;
+  std::map<fs::path, Names> keys_;                                       // root -> attribute names
+  std::map<fs::path, std::map<std::string, Flag, std::less<>>> flags_;  // root -> name -> what sets it
+};
 
 }  // namespace mlsem::driver::project

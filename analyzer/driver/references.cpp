@@ -338,11 +338,14 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
   // come from the walk that reaches definitions, or from a walk of their own when no
   // finding asks about unused code.
   FallbackUses fallbacks(findings, root_of, pass.fallback_rules);
+  std::optional<ConstantFlags> flags;
+  if (pass.unused) flags.emplace(findings, root_of);
   std::set<fs::path> read;
   for (auto& [root, project] : projects) {
     auto each = [&](const std::string& file, std::string_view text, bool python) {
       if (python) note_compiles(root, file, text, project);
       fallbacks.scan(root, file, text, python);
+      if (flags) flags->scan(root, file, text, python);
     };
     if (!project.names.empty() ? reach(root, project, each) : each_file(root, project, each)) read.insert(root);
     if (read.count(root) && !project.compiles.empty()) switch_through_callers(root, project);
@@ -394,6 +397,7 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     ++demoted.unused;
   }
   demoted.fallback = fallbacks.demote(findings, read, pass.unused);
+  if (flags) demoted.unused += flags->demote(read);
   for (Finding& f : findings) {
     if (!compile_candidate(f)) continue;
     auto r = root_of.find(f.path);

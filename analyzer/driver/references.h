@@ -54,8 +54,9 @@ struct Demoted {
 // Demotes the findings of `findings` in the project's demonstrations, then those that sit
 // in unreferenced top-level definitions, then
 // those of `pass.fallback_rules` in definitions the project uses only as fallbacks of fused
-// implementations, then those of `pass.compiled_rules` in a project that compiles its
-// model; returns how many of each. Reads the project's files (an unreadable one is skipped).
+// implementations, then (as unused) those under a branch on an attribute the project only
+// ever sets to literals that do not take it, then those of `pass.compiled_rules` in a
+// project that compiles its model; returns how many of each. Reads the project's files (an unreadable one is skipped).
 Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pass);
 
 }  // namespace mlsem::driver

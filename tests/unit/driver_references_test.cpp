@@ -207,6 +207,63 @@ TEST_F(DriverReferences, CodeBuiltOnlyUnderASwitchTheProjectNeverSetsIsDemoted) 
   }
 }
 
+TEST_F(DriverReferences, CodeUnderAnAttributeTheProjectOnlySetsToOneValueIsDemoted) {
+  // minRF's `self.stratified = False`: set once in __init__, read in forward, set nowhere else.
+  auto project = [](TempDir& dir, const std::string& init, const std::string& extra, const std::string& flag = "manual") {
+    dir.write(".git/HEAD", "ref: refs/heads/main\n");
+    dir.write("pkg/attn.py", "import math\nimport torch.nn.functional as F\n\n\nclass Attention:\n"
+                             "    def __init__(self, dim):\n" + init +
+                             "        self.dim = dim\n\n"
+                             "    def forward(self, q, k, v):\n"
+                             "        if self." + flag + " and self.dim > 0:\n"
+                             "            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                             "            probs = F.softmax(scores, dim=-1)\n"
+                             "            return probs @ v\n"
+                             "        return F.scaled_dot_product_attention(q, k, v)\n");
+    dir.write("pkg/train.py", "from pkg.attn import Attention\n\nm = Attention(8)\n" + extra);
+  };
+  DriverOptions options;
+  options.min_confidence = kDefaultMinConfidence;
+  options.show_demoted = true;
+  {
+    TempDir dir;
+    project(dir, "        self.manual = False  # kept for reference\n", "");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "Attention.forward"), nullptr);
+    EXPECT_EQ(in(r, "Attention.forward")->context_kind, "unused");
+    EXPECT_NE(in(r, "Attention.forward")->context.find("`.manual`, which the project only ever sets to False (pkg/attn.py:7)"),
+              std::string::npos)
+        << in(r, "Attention.forward")->context;
+    options.keep_contexts = {"unused"};
+    Report kept = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(kept, "Attention.forward"), nullptr);
+    EXPECT_TRUE(in(kept, "Attention.forward")->context.empty());
+    options.keep_contexts = {};
+  }
+  // Set to a value that takes the branch, or in a way that may: kept.
+  for (const auto& [init, extra] : std::vector<std::pair<std::string, std::string>>{
+           {"        self.manual = True\n", ""},                                // the value takes it
+           {"        self.manual = False\n", "m.manual = True\n"},             // another file sets it
+           {"        self.manual = False\n", "m.manual |= flags.manual\n"},   // changed otherwise
+           {"        self.manual = manual\n", ""},                              // from a parameter
+           {"        self.manual = False\n", "setattr(m, \"manual\", True)\n"},  // by name
+           {"        self.manual = False\n", "m = Attention(8, manual=True)\n"},  // a keyword
+           {"        self.manual = os.environ.get('MANUAL') == '1'\n", ""}}) {  // not a literal
+    TempDir dir;
+    project(dir, init, extra);
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "Attention.forward"), nullptr) << init << extra;
+    EXPECT_TRUE(in(r, "Attention.forward")->context.empty()) << init << extra << in(r, "Attention.forward")->context;
+  }
+  {  // `training`: nn.Module.train() sets it, with no assignment in the project to see.
+    TempDir dir;
+    project(dir, "        self.training = False\n", "", "training");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "Attention.forward"), nullptr);
+    EXPECT_TRUE(in(r, "Attention.forward")->context.empty()) << in(r, "Attention.forward")->context;
+  }
+}
+
 TEST_F(DriverReferences, CodeBuiltOnlyUnderAConfigurationValueNoShippedConfigSetsIsDemoted) {
   // A builder that picks a block by a configuration key (an enum member), the configs the
   // project ships, and a test that builds the other block itself.
