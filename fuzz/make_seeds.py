@@ -178,6 +178,19 @@ def fallback_seeds():
         yield "\x1e".join(parts)
 
 
+def flag_seeds():
+    """Projects for the constant-flags step (driver/constant_flags.cpp): a method's finding under
+    `if self.<flag>:`, the flag set once to a literal, and again elsewhere in some of them."""
+    cls = ("import math\nimport torch.nn.functional as F\n\n\nclass Attention:\n"
+           "    def __init__(self, dim):\n        self.manual = False\n        self.dim = dim\n\n"
+           "    def forward(self, q, k, v):\n        if self.manual and self.dim > 0:\n"
+           "            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+           "            return F.softmax(scores, dim=-1) @ v\n"
+           "        return F.scaled_dot_product_attention(q, k, v)\n")
+    for extra in ("", "m.manual = True\n", "m.manual |= 1\n", "setattr(m, 'manual', True)\n"):
+        yield "\x1e".join([cls, "from m0 import Attention\n\nm = Attention(8)\n" + extra])
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     pys = sorted((ROOT / "samples").rglob("*.py")) + sorted((ROOT / "samples").rglob("*.ipynb"))
@@ -189,6 +202,8 @@ def main():
     for seed in project_seeds():
         put(out, "python", seed)
     for seed in fallback_seeds():
+        put(out, "python", seed)
+    for seed in flag_seeds():
         put(out, "python", seed)
     for kind, sub in ((0, "concepts"), (1, "patterns"), (2, "rules")):
         for p in sorted((ROOT / sub).rglob("*.toml")):
