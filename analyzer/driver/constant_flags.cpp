@@ -27,43 +27,47 @@ std::string spelled(const python::Literal& l) {
 
 }  // namespace
 
-ConstantFlags::ConstantFlags(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of) {
-  std::map<std::string, std::optional<std::string>> texts;
-  for (Finding& f : findings) {
-    if (!f.context.empty() || !f.path.ends_with(".py") || f.function.find('.') == std::string::npos ||
-        f.range.begin.line == 0)
-      continue;
-    auto root = root_of.find(f.path);
-    if (root == root_of.end()) continue;
-    auto [t, fresh] = texts.try_emplace(f.path);
-    if (fresh) t->second = read_all(f.path);
-    if (!t->second) continue;
-    std::string_view text = *t->second;
+ConstantFlags::ConstantFlags(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
+                             const std::map<fs::path, Project>& projects) {
+  // The candidates by file: each file's text (as the pass read it), lines and definitions once.
+  std::map<std::string, std::vector<Finding*>> by_file;
+  for (Finding& f : findings)
+    if (f.context.empty() && f.path.ends_with(".py") && f.function.find('.') != std::string::npos && f.range.begin.line > 0 &&
+        root_of.count(f.path))
+      by_file[f.path].push_back(&f);
+  for (const auto& [path, in_file] : by_file) {
+    const fs::path& root = root_of.at(path);
+    auto project = projects.find(root);
+    if (project == projects.end()) continue;
+    auto read = project->second.texts.find(canonical(path));
+    if (read == project->second.texts.end()) continue;
+    std::string_view text = read->second;
     std::vector<std::string_view> lines = lines_of(text);
-    size_t line = f.range.begin.line - 1;
-    if (line >= lines.size()) continue;
     std::vector<Definition> defs = top_definitions(text);
-    const Definition* d = enclosing(defs, line);
-    if (!d) continue;
-    // A cheap test first: an `if` on `self.` above it in its class.
-    bool maybe = false;
-    for (size_t i = d->lines.first; i <= line && !maybe; ++i) {
-      size_t p = lines[i].find("if ");
-      maybe = p != std::string_view::npos && lines[i].find("self.", p) != std::string_view::npos;
+    for (Finding* f : in_file) {
+      size_t line = f->range.begin.line - 1;
+      const Definition* d = line < lines.size() ? enclosing(defs, line) : nullptr;
+      if (!d) continue;
+      // A cheap test first: an `if` on `self.` above it in its class.
+      bool maybe = false;
+      for (size_t i = d->lines.first; i <= line && !maybe; ++i) {
+        size_t p = lines[i].find("if ");
+        maybe = p != std::string_view::npos && lines[i].find("self.", p) != std::string_view::npos;
+      }
+      if (!maybe) continue;
+      size_t begin = static_cast<size_t>(lines[d->lines.first].data() - text.data());
+      size_t end = d->lines.second < lines.size() ? static_cast<size_t>(lines[d->lines.second].data() - text.data()) : text.size();
+      std::string_view l = lines[line];
+      size_t at = static_cast<size_t>(l.data() - text.data()) + std::min(l.find_first_not_of(" \t"), l.size());
+      std::vector<python::Switches> sw = python::switches_at(text.substr(begin, end - begin), {static_cast<uint32_t>(at - begin)});
+      if (sw.empty() || sw[0].guards.empty()) continue;
+      Names keys;
+      for (const python::Guard& g : sw[0].guards) python::tested(g.condition, keys);
+      bool any = false;
+      for (const std::string& k : keys)
+        if (!sw[0].defaults.count(k) && k != "training") keys_[root].insert(k), any = true;
+      if (any) candidates_.push_back({f, root, sw[0].guards, sw[0].function});
     }
-    if (!maybe) continue;
-    size_t begin = static_cast<size_t>(lines[d->lines.first].data() - text.data());
-    size_t end = d->lines.second < lines.size() ? static_cast<size_t>(lines[d->lines.second].data() - text.data()) : text.size();
-    std::string_view l = lines[line];
-    size_t at = static_cast<size_t>(l.data() - text.data()) + std::min(l.find_first_not_of(" \t"), l.size());
-    std::vector<python::Switches> sw = python::switches_at(text.substr(begin, end - begin), {static_cast<uint32_t>(at - begin)});
-    if (sw.empty() || sw[0].guards.empty()) continue;
-    Names keys;
-    for (const python::Guard& g : sw[0].guards) python::tested(g.condition, keys);
-    bool any = false;
-    for (const std::string& k : keys)
-      if (!sw[0].defaults.count(k) && k != "training") keys_[root->second].insert(k), any = true;
-    if (any) candidates_.push_back({&f, root->second, sw[0].guards, sw[0].function});
   }
 }
 
@@ -102,12 +106,14 @@ void ConstantFlags::scan(const fs::path& root, const std::string& file, std::str
 
 size_t ConstantFlags::demote(const std::set<fs::path>& read) {
   size_t demoted = 0;
+  // Per project, the attributes the candidates test that are such constant flags, with their values.
+  std::map<fs::path, std::map<std::string, std::vector<python::Literal>, std::less<>>> constant;
+  for (const auto& [root, flags] : flags_)
+    for (const auto& [k, flag] : flags)
+      if (!flag.other && !flag.values.empty()) constant[root][k] = flag.values;
   for (Candidate& c : candidates_) {
     if (!c.finding->context.empty() || !read.count(c.root)) continue;
-    // The attributes its guards test that are such constant flags, with their values.
-    std::map<std::string, std::vector<python::Literal>, std::less<>> values;
-    for (const auto& [k, flag] : flags_[c.root])
-      if (!flag.other && !flag.values.empty()) values[k] = flag.values;
+    const auto& values = constant[c.root];
     if (values.empty()) continue;
     for (const python::Guard& g : c.guards) {
       std::optional<bool> v = python::evaluate(g.condition, values);

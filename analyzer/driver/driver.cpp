@@ -27,7 +27,7 @@ struct FileResult {
   std::vector<Finding> findings;
   std::vector<FileError> errors;
   bool analyzed = false;
-  std::string pinned;                // the project's torch, when it turns rules off here
+  std::string pinned;                  // the project's torch, when it turns rules off here
   std::vector<std::string> torch_off;  // those rules
 };
 
@@ -205,15 +205,11 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
   for (size_t cr = program.text.find('\r'); cr != std::string::npos; cr = program.text.find('\r', cr + 1))
     if (cr + 1 == program.text.size() || program.text[cr + 1] != '\n') program.text[cr] = '\n';
   Effective settings = effective_settings(read.path, options);
-  // The rules the project's pin turns off here (Engine::analyze's own test), for the report's note.
-  if (settings.pinned && !settings.torch_version.empty() && language == "python") {
+  // The selected rules the project's pin turns off here, for the report's note.
+  if (settings.pinned && language == "python")
     for (const Rule& rule : engine.rules())
-      if (rule.language == "python" && !rule.requires_torch.empty() &&
-          (!settings.only_rules || settings.only_rules->count(rule.id)) &&
-          version_less(settings.torch_version, rule.requires_torch))
-        result.torch_off.push_back(rule.id);
-    if (!result.torch_off.empty()) result.pinned = settings.torch_version;
-  }
+      if ((!settings.only_rules || settings.only_rules->count(rule.id)) && needs_newer_torch(rule, settings.torch_version))
+        result.torch_off.push_back(rule.id), result.pinned = settings.torch_version;
   std::optional<driver::Cache> cache;
   std::string key;
   // A CUDA file's findings also depend on the headers it includes (a project's
@@ -265,13 +261,24 @@ void sort_report(Report& report) {
 
 void merge(FileResult& result, Report& report) {
   report.files_analyzed += result.analyzed;
-  if (result.analyzed && !result.pinned.empty()) {
+  if (result.analyzed && !result.torch_off.empty()) {
     Report::TorchOff& off = report.torch_off[result.pinned];
     ++off.files;
     off.rules.insert(result.torch_off.begin(), result.torch_off.end());
   }
   std::move(result.findings.begin(), result.findings.end(), std::back_inserter(report.findings));
   std::move(result.errors.begin(), result.errors.end(), std::back_inserter(report.errors));
+}
+
+// A whole report into another (stdin's, analyzed alone, into the run's).
+void merge(Report& one, Report& report) {
+  report.files_analyzed += one.files_analyzed;
+  for (auto& [version, off] : one.torch_off) {
+    report.torch_off[version].files += off.files;
+    report.torch_off[version].rules.insert(off.rules.begin(), off.rules.end());
+  }
+  std::move(one.findings.begin(), one.findings.end(), std::back_inserter(report.findings));
+  std::move(one.errors.begin(), one.errors.end(), std::back_inserter(report.errors));
 }
 
 void keep_source(FileResult& result, SourceFile& program, NotebookIndex& notebook, Sources* sources) {
@@ -308,13 +315,7 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   if (read_stdin) {
     SourceFile file{shown_stdin, std::string(std::istreambuf_iterator<char>(std::cin), {})};
     Report one = analyze_source(file, engine, options, sources);
-    std::move(one.findings.begin(), one.findings.end(), std::back_inserter(report.findings));
-    std::move(one.errors.begin(), one.errors.end(), std::back_inserter(report.errors));
-    report.files_analyzed += one.files_analyzed;
-    for (auto& [version, off] : one.torch_off) {
-      report.torch_off[version].files += off.files;
-      report.torch_off[version].rules.insert(off.rules.begin(), off.rules.end());
-    }
+    merge(one, report);
   }
   std::vector<FileResult> results(files.size());
   std::vector<SourceFile> texts(files.size());

@@ -455,8 +455,10 @@ bool switch_off(const fs::path& root, Project& project);
 // `training` (nn.Module.train() sets it) is no such flag (driver/constant_flags.cpp).
 class ConstantFlags {
  public:
-  // The candidates: findings not demoted, in a method of a file whose project root `root_of` gives.
-  ConstantFlags(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of);
+  // The candidates: findings not demoted, in a method of a file whose project root `root_of`
+  // gives, and whose text that project read (`Project::texts`, before the walk empties it).
+  ConstantFlags(std::vector<Finding>& findings, const std::map<std::string, fs::path>& root_of,
+                const std::map<fs::path, Project>& projects);
   // Reads the mentions of the candidates' attributes in one file of the project under `root`.
   void scan(const fs::path& root, const std::string& file, std::string_view text, bool python);
   // Demotes as `unused` the candidates still not demoted whose project was read whole

@@ -339,7 +339,7 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
   // finding asks about unused code.
   FallbackUses fallbacks(findings, root_of, pass.fallback_rules);
   std::optional<ConstantFlags> flags;
-  if (pass.unused) flags.emplace(findings, root_of);
+  if (pass.unused) flags.emplace(findings, root_of, projects);
   std::set<fs::path> read;
   for (auto& [root, project] : projects) {
     auto each = [&](const std::string& file, std::string_view text, bool python) {

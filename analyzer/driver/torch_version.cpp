@@ -300,41 +300,42 @@ bool readme_name(const std::string& name) {
   return ext == ".md" || ext == ".rst" || ext == ".txt" || ext == ".markdown";
 }
 
+}  // namespace
+
+const TorchVersionFinder::Listing& TorchVersionFinder::listing(const fs::path& dir) {
+  auto [it, fresh] = listings_.try_emplace(dir.string());
+  Listing& l = it->second;
+  if (!fresh) return l;
+  std::error_code ec;
+  for (fs::directory_iterator e(dir, ec), end; !ec && e != end; e.increment(ec)) {
+    std::string name = e->path().filename().string();
+    if (requirements_name(name)) l.requirements.push_back(e->path());
+    if (conda_name(name)) l.conda.push_back(e->path());
+    if (readme_name(name)) l.readmes.push_back(e->path());
+    l.python = l.python || name.ends_with(".py") || requirements_name(name) || name == "setup.cfg" || name == "pyproject.toml";
+  }
+  for (auto* v : {&l.requirements, &l.conda, &l.readmes}) std::sort(v->begin(), v->end());
+  return l;
+}
+
 // The torch the README and INSTALL files of `dir` state the code needs, when `dir` is a
 // Python project's (it holds a .py file, a requirements file, setup.py, setup.cfg or
 // pyproject.toml): the README of a repository in another language, or of documentation,
 // speaks of torch versions in general.
-std::optional<std::string> readme_pin_at(const fs::path& dir) {
-  std::vector<fs::path> files;
-  bool python = false;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (readme_name(name)) files.push_back(it->path());
-    python = python || name.ends_with(".py") || requirements_name(name) || name == "setup.cfg" || name == "pyproject.toml";
-  }
-  if (!python) return std::nullopt;
-  std::sort(files.begin(), files.end());
+std::optional<std::string> TorchVersionFinder::readme_pin_at(const fs::path& dir) {
+  const Listing& l = listing(dir);
+  if (!l.python) return std::nullopt;
   std::optional<std::string> oldest;
-  for (const auto& p : files)
+  for (const auto& p : l.readmes)
     if (auto v = readme_torch_pin_in(read_small(p)); v && (!oldest || version_less(*v, *oldest))) oldest = v;
   return oldest;
 }
 
-}  // namespace
-
 std::optional<std::string> TorchVersionFinder::in_directory(const fs::path& dir) {
   std::vector<fs::path> candidates = {dir / "pyproject.toml", dir / "setup.cfg", dir / "setup.py"};
-  std::vector<fs::path> reqs, conda;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (requirements_name(name)) reqs.push_back(it->path());
-    if (conda_name(name)) conda.push_back(it->path());
-  }
-  std::sort(reqs.begin(), reqs.end());
-  std::sort(conda.begin(), conda.end());
-  candidates.insert(candidates.end(), reqs.begin(), reqs.end());
+  const Listing& listed = listing(dir);
+  const std::vector<fs::path>& conda = listed.conda;
+  candidates.insert(candidates.end(), listed.requirements.begin(), listed.requirements.end());
   for (const auto& p : candidates) {
     std::string text = read_small(p);
     if (text.empty()) continue;
@@ -364,11 +365,13 @@ void TorchVersionFinder::forget() {
   std::lock_guard lock(mutex_);
   cache_.clear();
   stated_.clear();
+  listings_.clear();
 }
 
 std::string TorchVersionFinder::for_file(const std::string& path) {
   std::error_code ec;
-  fs::path dir = fs::absolute(fs::path(path), ec).parent_path();
+  const fs::path start = fs::absolute(fs::path(path), ec).parent_path();
+  fs::path dir = start;
   if (ec) return "";
   std::vector<std::string> visited;
   std::string found;
@@ -394,7 +397,7 @@ std::string TorchVersionFinder::for_file(const std::string& path) {
     // Nothing pins torch up to the root: the oldest torch its CI installs.
     if (!answered && !visited.empty()) found = ci_pin_at(visited.back()).value_or("");
     for (const auto& d : visited) cache_[d] = found;
-    if (found.empty()) found = stated_from(fs::absolute(fs::path(path), ec).parent_path());
+    if (found.empty()) found = stated_from(start);
   }
   return found;
 }

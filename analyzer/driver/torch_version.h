@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mlsem::driver {
 
@@ -56,9 +57,17 @@ class TorchVersionFinder {
  private:
   std::optional<std::string> in_directory(const std::filesystem::path& dir);
   std::string stated_from(std::filesystem::path dir);  // a README's or INSTALL file's torch; mutex_ held
+  std::optional<std::string> readme_pin_at(const std::filesystem::path& dir);
+  // One directory's files that may state a torch, listed once for both searches.
+  struct Listing {
+    std::vector<std::filesystem::path> requirements, conda, readmes;  // sorted
+    bool python = false;  // a .py, requirements, setup.cfg or pyproject.toml file: a Python project's
+  };
+  const Listing& listing(const std::filesystem::path& dir);
   std::mutex mutex_;
   std::map<std::string, std::string> cache_;  // directory -> version ("" = none up to the root)
   std::map<std::string, std::string> stated_;  // directory -> the nearest README's version upwards ("" = none)
+  std::map<std::string, Listing> listings_;    // directory -> its files, as listed
 };
 
 }  // namespace mlsem::driver

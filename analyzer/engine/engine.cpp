@@ -485,6 +485,11 @@ bool valid_version(std::string_view v) {
   return true;
 }
 
+bool needs_newer_torch(const Rule& rule, std::string_view target) {
+  return rule.language == "python" && !rule.requires_torch.empty() && !target.empty() &&
+         version_less(target, rule.requires_torch);
+}
+
 bool version_less(std::string_view a, std::string_view b) {
   if (!valid_version(a) || !valid_version(b)) return false;
   while (!a.empty() || !b.empty()) {
@@ -515,9 +520,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
   std::vector<char> on(rules_.size());
   for (size_t ri = 0; ri < rules_.size(); ++ri) {
     const Rule& rule = rules_[ri];
-    on[ri] = (!options.only_rules || options.only_rules->count(rule.id)) &&
-             !(rule.language == "python" && !rule.requires_torch.empty() && !options.torch_version.empty() &&
-               version_less(options.torch_version, rule.requires_torch));
+    on[ri] = (!options.only_rules || options.only_rules->count(rule.id)) && !needs_newer_torch(rule, options.torch_version);
   }
   auto enabled = [&](size_t ri) { return on[ri] != 0; };
   for (const ir::Function& fn : module.functions) {

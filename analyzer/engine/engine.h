@@ -106,6 +106,10 @@ struct AnalyzeOptions {
 // not of the form N(.N)*.
 bool version_less(std::string_view a, std::string_view b);
 bool valid_version(std::string_view v);
+struct Rule;
+// Whether `rule`'s fix needs a newer torch than `target` ("" = unknown: no): such a rule is
+// off for the file (Engine::analyze), and the text report names it (driver).
+bool needs_newer_torch(const Rule& rule, std::string_view target);
 
 class Engine {
  public:

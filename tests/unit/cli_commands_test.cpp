@@ -121,9 +121,13 @@ TEST(CliAnalyze, RulesThePinTurnsOffAreNamedInANote) {
   EXPECT_EQ(pinned.code, 0) << pinned.out << pinned.err;
   EXPECT_TRUE(contains(pinned.out, "no findings in 2 files\nnote: 2 files target torch 1.10 (the project's requirements, CI or README): "))
       << pinned.out;
-  // ACT001's fix needs 1.12, ATT001's 2.0; PRC001 needs 1.10, which the project has.
+  // ACT001's fix needs 1.12, ATT001's 2.0; preview rules run only with --preview, and then
+  // OPT001 (2.0) is off while PRC001 (1.10, what the project has) is not.
   EXPECT_TRUE(contains(pinned.out, "): ACT001, ATT001, ")) << pinned.out;
-  EXPECT_FALSE(contains(pinned.out, "PRC001")) << pinned.out;
+  EXPECT_FALSE(contains(pinned.out, "OPT001")) << pinned.out;
+  Outcome preview = mlsem("analyze --preview attn.py clean.py", dir.str());
+  EXPECT_TRUE(contains(preview.out, ", OPT001, ")) << preview.out;
+  EXPECT_FALSE(contains(preview.out, "PRC001")) << preview.out;
   // Only the rules that run are named: a selection leaves the others out.
   Outcome selected = mlsem("analyze --select ATT001 attn.py", dir.str());
   EXPECT_TRUE(contains(selected.out, "note: 1 file targets torch 1.10 (the project's requirements, CI or README): ATT001 need"))
