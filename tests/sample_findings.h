@@ -80,4 +80,18 @@ inline const Finding* finding_at(const SampleFindings& a, const std::string& rul
   return nullptr;
 }
 
+// The finding of `rule` at the line holding `marker`, or the one that lists that line as
+// a related location (another place of the same problem).
+inline const Finding* finding_or_related_at(const SampleFindings& a, const std::string& rule,
+                                            const std::string& marker) {
+  if (const Finding* f = finding_at(a, rule, marker)) return f;
+  uint32_t line = line_of(a.text, marker);
+  if (line == 0) return nullptr;
+  for (const Finding& f : a.findings)
+    if (f.rule == rule)
+      for (const Evidence& e : f.evidence)
+        if (e.related && e.range.begin.line <= line && line <= e.range.end.line) return &f;
+  return nullptr;
+}
+
 }  // namespace mlsem::test_support

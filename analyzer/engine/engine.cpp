@@ -689,20 +689,43 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
       dropped[j] = true;
     }
   }
-  // Rules with `related` places: one finding per function and pattern, at its first
-  // place; every further place becomes a related location (it keeps its range).
+  // Rules with `related` places: one finding per function and pattern, at its most
+  // confident place (the first of those); every other place becomes a related location
+  // (it keeps its range). A place doubted for a reason of its own (a read printed on
+  // purpose, a tensor built only for an empty batch), which the finding's place does not
+  // share, is another problem: it stays a finding of its own, with its lower confidence.
+  auto doubts = [](const Candidate& c) {
+    std::vector<std::string_view> out;
+    for (const Evidence& e : c.finding.evidence)
+      if (e.present && e.weight < 0 && !e.related) out.push_back(e.text);
+    return out;
+  };
+  auto rank = [&](size_t k) {
+    const Candidate& c = candidates[k];
+    return std::make_tuple(-c.finding.confidence, c.finding.range.begin_byte, k);
+  };
+  // Whether place `b` joins the finding at place `a`.
+  auto joins = [&](size_t a, size_t b) {
+    const Candidate& x = candidates[a];
+    const Candidate& y = candidates[b];
+    if (x.rule_index != y.rule_index || x.pattern_index != y.pattern_index || x.finding.function != y.finding.function ||
+        !(rank(a) < rank(b)))
+      return false;
+    std::vector<std::string_view> own = doubts(x);
+    for (std::string_view d : doubts(y))
+      if (std::find(own.begin(), own.end(), d) == own.end()) return false;
+    return true;
+  };
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (dropped[i] || rules_[candidates[i].rule_index].related.empty()) continue;
+    bool joins_other = false;
+    for (size_t j = 0; j < candidates.size() && !joins_other; ++j) joins_other = j != i && !dropped[j] && joins(j, i);
+    if (joins_other) continue;
+    Candidate& keep = candidates[i];
+    const std::string& what = rules_[keep.rule_index].related;
     for (size_t j = 0; j < candidates.size(); ++j) {
-      if (j == i || dropped[j]) continue;
-      const Candidate& a = candidates[i];
+      if (j == i || dropped[j] || !joins(i, j)) continue;
       const Candidate& b = candidates[j];
-      if (a.rule_index != b.rule_index || a.pattern_index != b.pattern_index || a.finding.function != b.finding.function)
-        continue;
-      // The earlier place (the first by position, then by order) is the finding.
-      if (std::make_pair(b.finding.range.begin_byte, j) < std::make_pair(a.finding.range.begin_byte, i)) continue;
-      Candidate& keep = candidates[i];
-      const std::string& what = rules_[keep.rule_index].related;
       std::string text = what;
       if (auto snippet = excerpt_of(b.finding.range, options.source)) text += ": " + *snippet;
       bool seen = std::any_of(keep.finding.evidence.begin(), keep.finding.evidence.end(), [&](const Evidence& e) {
@@ -715,7 +738,6 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
         e.related = true;
         keep.finding.evidence.push_back(std::move(e));
       }
-      keep.finding.confidence = std::max(keep.finding.confidence, b.finding.confidence);
       dropped[j] = true;
     }
   }

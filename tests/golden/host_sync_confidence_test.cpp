@@ -22,8 +22,10 @@ bool says(const Finding& f, const std::string& words) {
 
 TEST(HostSyncConfidence, ReadsOnlyPrintedEachStepAreBelowTheDefaultThreshold) {
   SampleFindings a = test_support::analyze_sample("samples/python/host_sync_guards.py", everything());
+  // Both reads of the step are doubted for the same reasons: one finding, the second
+  // place a related location of the first.
   for (const char* marker : {"D_x = netD(real).mean().item()", "Loss_D {errD.item()"}) {
-    const Finding* f = test_support::finding_at(a, "SYN001", marker);
+    const Finding* f = test_support::finding_or_related_at(a, "SYN001", marker);
     ASSERT_NE(f, nullptr) << marker;
     EXPECT_LT(f->confidence, 0.5) << marker;
     EXPECT_TRUE(says(*f, "progress bar")) << marker;
@@ -90,6 +92,31 @@ TEST(HostSyncConfidence, EmptyBatchFallbacksAreBelowTheDefault) {
   const Finding* usual = test_support::finding_at(a, "PLC001", "weight = torch.ones(logits.shape[-1]).to(logits)");
   ASSERT_NE(usual, nullptr);
   EXPECT_FALSE(says(*usual, "runs only when a tensor is empty"));
+}
+
+// Two reads of one step are one problem (the first drains the queue; the second then waits
+// on nothing): one finding at the first, the second a related location. A tensor built
+// only for an empty batch, doubted for a reason of its own, is not joined to the usual
+// path's finding in the same forward.
+TEST(HostSyncConfidence, PlacesOfOneStepAreOneFinding) {
+  SampleFindings a = test_support::analyze_sample("samples/python/host_sync_step_waits.py", everything());
+  const char* second = "total += float(scale.factor * loss.item())";
+  EXPECT_EQ(test_support::finding_at(a, "SYN001", second), nullptr);
+  const Finding* first = test_support::finding_or_related_at(a, "SYN001", second);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->range.begin.line + 1, test_support::line_of(a.text, second));
+  bool related = false;
+  for (const Evidence& e : first->evidence)
+    related |= e.related && e.text.find("another read from the GPU in the same step") != std::string::npos;
+  EXPECT_TRUE(related);
+
+  SampleFindings b = test_support::analyze_sample("samples/python/host_tensor_placement.py", everything());
+  const Finding* usual = test_support::finding_at(b, "PLC001", "weight = torch.ones(logits.shape[-1]).to(logits)");
+  const Finding* fallback = test_support::finding_at(b, "PLC001", "loss = torch.tensor(0).to(logits)");
+  ASSERT_NE(usual, nullptr);
+  ASSERT_NE(fallback, nullptr);
+  EXPECT_NE(usual, fallback);
+  for (const Evidence& e : usual->evidence) EXPECT_FALSE(e.related && e.range.begin.line == fallback->range.begin.line);
 }
 
 }  // namespace
