@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "cli/cli.h"
@@ -133,10 +135,18 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
   options.cache_dir = cache_dir(line);
   if (!options.cache_dir.empty()) options.cache_salt = driver::data_hash(data);
 
-  // A catalog that fails to load only costs the measured speedups; `mlsem kernels` reports why.
-  std::vector<FileError> catalog_errors;
-  kernels::Catalog catalog = load_catalog(data, catalog_errors);
-  options.catalog = &catalog;
+  // The catalog is read the first time a finding names a kernel: parsing its results files
+  // costs more than analyzing a small file. A catalog that fails to load only costs the
+  // measured speedups; `mlsem kernels` reports why.
+  std::once_flag catalog_loaded;
+  std::optional<kernels::Catalog> catalog;
+  options.catalog = [&] {
+    std::call_once(catalog_loaded, [&] {
+      std::vector<FileError> errors;
+      catalog = load_catalog(data, errors);
+    });
+    return &*catalog;
+  };
 
   std::optional<report::Baseline> baseline;
   if (auto file = line.value("--baseline")) {

@@ -231,7 +231,9 @@ void analyze_file(const SourceFile& read, const Engine& engine, const DriverOpti
   }
   set_fingerprints(result.findings, program);
   for (Finding& finding : result.findings)
-    if (options.catalog && finding.kernel) finding.measured = measurement(*finding.kernel, language, *options.catalog);
+    if (finding.kernel && options.catalog)
+      if (const kernels::Catalog* catalog = options.catalog())
+        finding.measured = measurement(*finding.kernel, language, *catalog);
 }
 
 // Runs fn(0..count-1) on `jobs` threads (0 = all cores) pulling indexes from one counter.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,7 +44,9 @@ struct DriverOptions {
   bool show_demoted = false;  // report demoted findings (info) whatever min_confidence says
   std::optional<std::set<std::string>> only_rules;  // rule ids to report; nullopt = every rule
   std::map<std::string, std::string> severity;      // rule id -> severity override
-  const kernels::Catalog* catalog = nullptr;         // when set, fills Finding::measured
+  // When set, fills Finding::measured. Called only for a finding that names a kernel, so
+  // a run without one never loads the catalog; called from the worker threads.
+  std::function<const kernels::Catalog*()> catalog;
   // Per-file settings from configuration files (select, ignore, per-file-ignores,
   // min-confidence, severities, torch-version) and exclusions; null = the fields above.
   config::Resolver* config = nullptr;

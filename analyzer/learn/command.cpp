@@ -217,7 +217,7 @@ int learn(const std::vector<std::string>& args, const char* argv0) {
   driver.only_rules = stable;
   std::vector<FileError> catalog_errors;  // a broken results file only costs the numbers
   kernels::Catalog catalog = kernels::Catalog::load(data / "kernels", catalog_errors);
-  driver.catalog = &catalog;
+  driver.catalog = [&catalog] { return &catalog; };
 
   Report report;
   if (!fundamentals) report = analyze_paths(options.positional, engine, driver);

@@ -250,7 +250,7 @@ void Server::worker_loop(std::stop_token stop) {
     options.only_rules = settings.rules;
     options.severity = settings.severity;
     options.torch_version = settings.torch_version;
-    options.catalog = catalog_;
+    options.catalog = [catalog = catalog_] { return catalog; };
     options.cuda = options_.cuda;
     lock.unlock();
 
