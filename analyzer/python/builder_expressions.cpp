@@ -47,14 +47,7 @@ Value Builder::lower(TSNode e) {
     std::vector<NodeId> ins;
     for (TSNode c : named(e)) ins.push_back(as_node(lower(c), c));
     NodeId id = emit("compare", std::move(ins), e);
-    uint32_t n = ts_node_child_count(e);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode c = ts_node_child(e, i);
-      if (!ts_node_is_named(c)) {
-        set(id, "operator", std::string(text(c)));
-        break;
-      }
-    }
+    if (TSNode op = field(e, S.f_operators); !ts_node_is_null(op)) set(id, "operator", std::string(text(op)));
     return val(id);
   }
   if (k == S.conditional_expression) {

@@ -55,7 +55,7 @@ void Builder::lower_block(TSNode block) {
 void Builder::lower_statement(TSNode s) {
   TSSymbol k = sym(s);
   if (k == S.expression_statement) {
-    if (ts_node_child_count(s) == 1) lower_expression_statement(ts_node_child(s, 0));
+    if (ts_node_child_count(s) == 1) lower_expression_statement(mlsem_ts_first_child(s));
     else
       for (TSNode e : named(s)) lower_expression_statement(e);
   } else if (k == S.return_statement) {

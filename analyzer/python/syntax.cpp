@@ -118,6 +118,7 @@ const Syntax& Syntax::get() {
     fld(s.f_type, "type");
     fld(s.f_superclasses, "superclasses");
     fld(s.f_key, "key");
+    fld(s.f_operators, "operators");
     return s;
   }();
   return syntax;

@@ -16,6 +16,11 @@ extern "C" const TSLanguage* tree_sitter_python();
 // nodes as ts_node_child does (python/ts_children.c): writes at most `capacity` into
 // `out` and returns how many there are.
 extern "C" uint32_t mlsem_ts_named_children(TSNode node, TSSymbol skip, TSNode* out, uint32_t capacity);
+// ts_node_child_by_field_id(node, field), the same node found with less work
+// (python/ts_children.c).
+extern "C" TSNode mlsem_ts_child_by_field(TSNode node, TSFieldId field);
+// ts_node_child(node, 0), found in one descent through hidden nodes.
+extern "C" TSNode mlsem_ts_first_child(TSNode node);
 
 namespace mlsem::python {
 
@@ -38,7 +43,7 @@ struct Syntax {
   // Fields.
   TSFieldId f_name, f_body, f_parameters, f_left, f_right, f_operator, f_function, f_arguments,
       f_object, f_attribute, f_value, f_subscript, f_condition, f_consequence, f_alternative,
-      f_argument, f_definition, f_module_name, f_alias, f_type, f_superclasses, f_key;
+      f_argument, f_definition, f_module_name, f_alias, f_type, f_superclasses, f_key, f_operators;
 
   // Looked up once, on first use (thread-safe static initialization, read-only after).
   static const Syntax& get();
@@ -92,7 +97,7 @@ inline Range range_of(TSNode n) {
   return r;
 }
 
-inline TSNode field(TSNode n, TSFieldId id) { return ts_node_child_by_field_id(n, id); }
+inline TSNode field(TSNode n, TSFieldId id) { return mlsem_ts_child_by_field(n, id); }
 
 // `n` without the parentheses around it: `((x))` -> `x`.
 inline TSNode unparen(const Syntax& S, TSNode n) {

@@ -1,5 +1,5 @@
-// The named children of a tree-sitter node in one pass over its subtree's child array
-// (declared in python/syntax.h). tree-sitter's public API lists children either by
+// The named children of a tree-sitter node in one pass over its subtree's child array,
+// and a node's field child (both declared in python/syntax.h). tree-sitter's public API lists children either by
 // index (ts_node_child(i) walks from the first child: quadratic) or with a cursor,
 // whose step to the next sibling climbs and descends the hidden binary trees that
 // repetitions build (about 650 instructions a step on the benchmark corpus). This
@@ -48,4 +48,78 @@ uint32_t mlsem_ts_named_children(TSNode node, TSSymbol skip, TSNode *out, uint32
   uint32_t count = 0;
   if (node.id) mlsem_collect(node, skip, out, capacity, &count);
   return count;
+}
+
+static TSNode mlsem_null_node(void) { return ts_node_new(NULL, NULL, length_zero(), 0); }
+
+// The first visible node among `node`'s children, hidden nodes flattened: what
+// ts_node_child(node, 0) returns (node.c: ts_node__child), found in one descent.
+TSNode mlsem_ts_first_child(TSNode node) {
+  if (!node.id) return mlsem_null_node();
+  for (;;) {
+    Subtree subtree = *(const Subtree *)node.id;
+    if (ts_subtree_child_count(subtree) == 0) return mlsem_null_node();
+    const TSSymbol *alias_sequence = ts_language_alias_sequence(node.tree->language, subtree.ptr->production_id);
+    Length position = {node.context[0], {node.context[1], node.context[2]}};
+    uint32_t structural_index = 0;
+    const Subtree *children = ts_subtree_children(subtree);
+    bool descended = false;
+    for (uint32_t i = 0; i < subtree.ptr->child_count && !descended; i++) {
+      const Subtree *child = &children[i];
+      TSSymbol alias = 0;
+      if (!ts_subtree_extra(*child)) {
+        if (alias_sequence) alias = alias_sequence[structural_index];
+        structural_index++;
+      }
+      if (i > 0) position = length_add(position, ts_subtree_padding(*child));
+      TSNode c = ts_node_new(node.tree, child, position, alias);
+      if (ts_subtree_visible(*child) || alias) return c;
+      if (ts_subtree_visible_child_count(*child) > 0) {
+        node = c;
+        descended = true;
+      }
+      position = length_add(position, ts_subtree_size(*child));
+    }
+    if (!descended) return mlsem_null_node();
+  }
+}
+
+// ts_node_child_by_field_id (node.c) with its two slow steps done directly: the walk to
+// the field's child (the iterator builds a node per child it passes) and, when that
+// child is a hidden node (a supertype such as `expression`), the step to its first
+// visible child (ts_node_child(child, 0) starts a general search). A field that a hidden
+// child passes up ("inherited") is left to ts_node_child_by_field_id.
+TSNode mlsem_ts_child_by_field(TSNode self, TSFieldId field_id) {
+  if (!field_id || !self.id) return mlsem_null_node();
+  Subtree subtree = *(const Subtree *)self.id;
+  if (ts_subtree_visible_child_count(subtree) == 0) return mlsem_null_node();
+  const TSFieldMapEntry *field_map, *field_map_end;
+  ts_language_field_map(self.tree->language, subtree.ptr->production_id, &field_map, &field_map_end);
+  if (field_map == field_map_end) return mlsem_null_node();
+  while (field_map->field_id < field_id) {
+    if (++field_map == field_map_end) return mlsem_null_node();
+  }
+  while (field_map_end[-1].field_id > field_id) {
+    if (--field_map_end == field_map) return mlsem_null_node();
+  }
+  for (const TSFieldMapEntry *e = field_map; e != field_map_end; e++)
+    if (e->inherited) return ts_node_child_by_field_id(self, field_id);
+
+  const TSSymbol *alias_sequence = ts_language_alias_sequence(self.tree->language, subtree.ptr->production_id);
+  Length position = {self.context[0], {self.context[1], self.context[2]}};
+  uint32_t structural_index = 0;
+  const Subtree *children = ts_subtree_children(subtree);
+  for (uint32_t i = 0; i < subtree.ptr->child_count; i++) {
+    const Subtree *child = &children[i];
+    if (i > 0) position = length_add(position, ts_subtree_padding(*child));
+    if (!ts_subtree_extra(*child) && structural_index++ >= field_map->child_index) {
+      TSSymbol alias = alias_sequence ? alias_sequence[structural_index - 1] : 0;
+      TSNode c = ts_node_new(self.tree, child, position, alias);
+      if (ts_subtree_visible(*child) || alias) return c;
+      if (ts_subtree_visible_child_count(*child) > 0) return mlsem_ts_first_child(c);
+      if (++field_map == field_map_end) return mlsem_null_node();
+    }
+    position = length_add(position, ts_subtree_size(*child));
+  }
+  return mlsem_null_node();
 }

@@ -2,7 +2,9 @@
 // list a node's named children in one pass. These tests compare it, at every node of
 // every sample and of hostile inputs, with what tree-sitter's public API says the named
 // children are: a TSTreeCursor walk over the children and ts_node_named_child(i), less
-// the skipped symbol (comments, the way syntax.h's named_children uses it).
+// the skipped symbol (comments, the way syntax.h's named_children uses it). Its field
+// lookup and first child are compared at the same nodes with ts_node_child_by_field_id
+// and ts_node_child(n, 0).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -133,6 +135,23 @@ void check_node(TSNode n, TSSymbol skip, const std::string& where, Stats& st) {
   }
 }
 
+// mlsem_ts_child_by_field at node n, for every field id (and one past them), and
+// mlsem_ts_first_child, against ts_node_child_by_field_id and ts_node_child(n, 0).
+void check_fields(TSNode n, const std::string& where, Stats& st) {
+  const uint32_t fields = ts_language_field_count(python());
+  for (uint32_t id = 0; id <= fields + 1; ++id) {
+    TSNode got = mlsem_ts_child_by_field(n, static_cast<TSFieldId>(id));
+    TSNode want = ts_node_child_by_field_id(n, static_cast<TSFieldId>(id));
+    if (!same(got, want) && ++st.failures <= 5)
+      ADD_FAILURE() << where << ": at " << describe(n) << " field " << id << ": mlsem_ts_child_by_field gave "
+                    << describe(got) << ", ts_node_child_by_field_id " << describe(want);
+  }
+  TSNode got = mlsem_ts_first_child(n), want = ts_node_child(n, 0);
+  if (!same(got, want) && ++st.failures <= 5)
+    ADD_FAILURE() << where << ": at " << describe(n) << ": mlsem_ts_first_child gave " << describe(got)
+                  << ", ts_node_child(n, 0) " << describe(want);
+}
+
 // Every node of the tree (named or not), depth first with a cursor (no recursion: the
 // hostile inputs nest thousands deep), checked with `skip` the comment symbol and with
 // a symbol no node has (every named child kept).
@@ -153,6 +172,7 @@ Stats check_tree(const std::string& source, const std::string& where) {
     TSNode n = ts_tree_cursor_current_node(&cur.c);
     check_node(n, comment, where, st);
     check_node(n, none, where + " (nothing skipped)", st);
+    check_fields(n, where, st);
     if (st.failures > 5) break;
     if (ts_tree_cursor_goto_first_child(&cur.c)) continue;
     bool next = false;
@@ -163,6 +183,8 @@ Stats check_tree(const std::string& source, const std::string& where) {
   TSNode null_node{};
   TSNode out[1];
   EXPECT_EQ(mlsem_ts_named_children(null_node, comment, out, 1), 0u) << where << ": a null node";
+  EXPECT_TRUE(ts_node_is_null(mlsem_ts_child_by_field(null_node, 1))) << where << ": a null node";
+  EXPECT_TRUE(ts_node_is_null(mlsem_ts_first_child(null_node))) << where << ": a null node";
   return st;
 }
 
