@@ -9,6 +9,7 @@
 #include "driver/torch_version.h"
 #include "lsp/findings.h"
 #include "lsp/server.h"
+#include "report/report.h"
 
 namespace mlsem::lsp {
 namespace {
@@ -308,6 +309,11 @@ void Server::worker_loop(std::stop_token stop) {
     doc.rewrites.reset();  // computed when a code action asks
     if (doc.result_id.empty() || diagnostics != doc.diagnostics) doc.result_id = std::to_string(++generation_);
     doc.diagnostics = std::move(diagnostics);
+    std::string notes;
+    for (const report::Note& note : report::notes(report)) notes += "mlsem: " + doc.path + ": note: " + note.message + "\n";
+    if (notes != doc.notes && !notes.empty())
+      out.push_back({{"jsonrpc", "2.0"}, {"method", "window/logMessage"}, {"params", {{"type", 3}, {"message", notes.substr(0, notes.size() - 1)}}}});
+    doc.notes = std::move(notes);
     if (!pull_) out.push_back({{"jsonrpc", "2.0"}, {"method", "textDocument/publishDiagnostics"}, {"params", publish_params(doc)}});
     std::vector<json> answers = resolve_pending();
     out.insert(out.end(), answers.begin(), answers.end());

@@ -84,6 +84,9 @@ struct Document {
   std::optional<std::vector<std::optional<Edit>>> rewrites;  // per finding, once asked for
   json diagnostics = json::array();
   std::string result_id;  // changes when the diagnostics change
+  // The report's notes (rules the project's torch pin turns off) last logged for it: a
+  // note is logged when it first appears or changes, not on every edit.
+  std::string notes;
   bool fresh() const { return !dirty && analyzed == edits; }
 };
 

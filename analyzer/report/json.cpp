@@ -48,6 +48,13 @@ json finding_json(const Finding& f, const Sources* sources) {
           {"fingerprint", f.fingerprint}};
 }
 
+json notes_json(const Report& report) {
+  json out = json::array();
+  for (const Note& n : notes(report))
+    out.push_back({{"kind", n.kind}, {"torch", n.torch}, {"files", n.files}, {"rules", n.rules}, {"message", n.message}});
+  return out;
+}
+
 json error_json(const FileError& e) {
   return {{"path", e.path},
           {"message", e.message},
@@ -89,7 +96,7 @@ std::string to_json(const Report& report, const Sources* sources) {
   for (const Finding& f : report.findings) findings.push_back(finding_json(f, sources));
   json errors = json::array();
   for (const FileError& e : report.errors) errors.push_back(error_json(e));
-  json root = {{"version", std::string(version())}, {"findings", findings}, {"errors", errors}};
+  json root = {{"version", std::string(version())}, {"findings", findings}, {"errors", errors}, {"notes", notes_json(report)}};
   return dump(root, 2) + "\n";
 }
 
@@ -103,6 +110,11 @@ std::string to_json_lines(const Report& report, const Sources* sources) {
   for (const FileError& e : report.errors) {
     json line = {{"type", "error"}};
     line.update(error_json(e));
+    out += dump(line, -1) + "\n";
+  }
+  for (json note : notes_json(report)) {
+    json line = {{"type", "note"}};
+    line.update(note);
     out += dump(line, -1) + "\n";
   }
   return out;

@@ -42,7 +42,7 @@ std::string where(const Finding& finding, const Sources* sources);
 std::string to_text(const Report& report, const SourceTexts& sources, const TextOptions& options);
 std::string to_text(const Report& report, const Sources& sources, const TextOptions& options);
 
-// {"version", "findings": [...], "errors": [...]}. A finding: rule, name, concept,
+// {"version", "findings": [...], "errors": [...], "notes": [...]}. A finding: rule, name, concept,
 // severity, message, path, line, column, end_line, end_column (1-based, end
 // exclusive), function, confidence, evidence [{text, present, weight, line, column}],
 // fix, kernel (path or null), measured (text or null). An error: path, message,
@@ -51,7 +51,7 @@ std::string to_text(const Report& report, const Sources& sources, const TextOpti
 // lines within it (null elsewhere).
 std::string to_json(const Report& report, const Sources* sources = nullptr);
 // One JSON object per line: {"type": "finding", ...} for each finding (the same fields
-// as in to_json), {"type": "error", ...} for each file error.
+// as in to_json), {"type": "error", ...} for each file error, {"type": "note", ...} for each note.
 std::string to_json_lines(const Report& report, const Sources* sources = nullptr);
 
 // One SARIF 2.1.0 run: `rules` as tool.driver.rules, findings as results, file
@@ -72,6 +72,20 @@ std::string github_escape_property(std::string_view text);
 // that rule's findings in it) and a suite of file errors.
 std::string to_junit(const Report& report, const Context& context);
 
+// The notes every format carries besides findings and errors: one per torch version
+// that the analyzed files' project pins and that turns selected rules off ("3 files
+// target torch 1.10 (...): OPT001, FUS002 need a newer torch and did not run there;
+// --torch-version X.Y runs them"). Text ends with them; JSON lists them under "notes",
+// JSON lines as {"type": "note"} objects, SARIF as the invocation's
+// toolConfigurationNotifications, the editor server in its log.
+struct Note {
+  std::string kind;   // "torch-pin"
+  std::string torch;  // the pinned version
+  size_t files = 0;
+  std::vector<std::string> rules;
+  std::string message;
+};
+std::vector<Note> notes(const Report& report);
 // `--statistics`: findings per rule, most frequent first: "  473  ATT001  hand-written-attention".
 std::string statistics(const Report& report);
 

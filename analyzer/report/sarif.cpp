@@ -197,8 +197,16 @@ std::string to_sarif(const Report& report, const Context& context) {
   json notifications = json::array();
   for (const FileError& e : report.errors) notifications.push_back(notification_json(e));
 
+  json configuration = json::array();
+  for (const Note& n : notes(report))
+    configuration.push_back({{"level", "note"},
+                             {"message", {{"text", n.message}}},
+                             {"descriptor", {{"id", n.kind}}},
+                             {"properties", {{"torch", n.torch}, {"files", n.files}, {"rules", n.rules}}}});
+
   json invocation = {{"executionSuccessful", true}};
   if (!notifications.empty()) invocation["toolExecutionNotifications"] = notifications;
+  if (!configuration.empty()) invocation["toolConfigurationNotifications"] = configuration;
   json driver = {{"name", "mlsem"},
                  {"version", std::string(version())},
                  {"semanticVersion", std::string(version())}};

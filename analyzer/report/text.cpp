@@ -170,13 +170,7 @@ std::string to_text(const Report& report, const Sources& sources, const TextOpti
   if (!report.errors.empty()) out += "\n";
   out += style.bold(summary(report)) + "\n";
   // Rules the project's own torch pin turned off: say so, or a user wonders why they are silent.
-  for (const auto& [version, off] : report.torch_off) {
-    std::string ids;
-    for (const std::string& id : off.rules) ids += (ids.empty() ? "" : ", ") + id;
-    out += "note: " + plural(off.files, "file targets", "files target") + " torch " + version +
-           " (the project's requirements, CI or README): " + ids + " need a newer torch and did not run there; " +
-           "--torch-version X.Y runs them\n";
-  }
+  for (const Note& note : notes(report)) out += "note: " + note.message + "\n";
   return out;
 }
 
@@ -184,6 +178,20 @@ std::string to_text(const Report& report, const SourceTexts& texts, const TextOp
   Sources sources;
   sources.texts = texts;
   return to_text(report, sources, options);
+}
+
+std::vector<Note> notes(const Report& report) {
+  std::vector<Note> out;
+  for (const auto& [version, off] : report.torch_off) {
+    Note note{"torch-pin", version, off.files, {off.rules.begin(), off.rules.end()}, {}};
+    std::string ids;
+    for (const std::string& id : off.rules) ids += (ids.empty() ? "" : ", ") + id;
+    note.message = plural(off.files, "file targets", "files target") + " torch " + version +
+                   " (the project's requirements, CI or README): " + ids +
+                   " need a newer torch and did not run there; --torch-version X.Y runs them";
+    out.push_back(std::move(note));
+  }
+  return out;
 }
 
 std::string statistics(const Report& report) {

@@ -237,14 +237,21 @@ test('diagnostics follow an edited torch pin', async (t) => {
   await c.initialize(capabilitiesFor('utf-16'), { rootUri: uriOf(root) });
   await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: SOURCE } });
   assert.deepEqual(await c.diagnostics(uri, 1), []);
+  // The log says why the rules are silent, once per change of the note.
+  const notes = (since) => c.events.slice(since).filter((e) => e.method === 'window/logMessage' && e.params.message.includes(': note: '));
+  assert.equal(notes(0).length, 1, JSON.stringify(c.events.map((e) => e.method)));
+  assert.match(notes(0)[0].params.message, /model\.py: note: 1 file targets torch 1\.8(\.0)? \(.*\): .*ACT001.* need a newer torch/);
   fs.writeFileSync(requirements, 'torch==2.4.0\n');
   const seen = c.events.length;
   await c.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: uriOf(requirements), type: 2 }] });
   assert.equal((await c.diagnostics(uri, 1, seen)).length, 2);
+  assert.ok(notes(seen).every((e) => !e.params.message.includes('ACT001')), JSON.stringify(notes(seen)));
   fs.writeFileSync(requirements, 'torch==1.10.2\n');
   const seen2 = c.events.length;
   await c.notify('textDocument/didSave', { textDocument: { uri: uriOf(requirements) } });
   assert.deepEqual(await c.diagnostics(uri, 1, seen2), []);
+  assert.equal(notes(seen2).length, 1);
+  assert.match(notes(seen2)[0].params.message, /torch 1\.10/);
   // Without a pin file, the README's statement decides (the README of a directory with
   // Python in it: the open document saved there).
   fs.rmSync(requirements);

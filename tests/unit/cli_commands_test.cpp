@@ -137,6 +137,36 @@ TEST(CliAnalyze, RulesThePinTurnsOffAreNamedInANote) {
   EXPECT_EQ(chosen.code, 1);
   EXPECT_FALSE(contains(chosen.out, "note:")) << chosen.out;
   EXPECT_FALSE(contains(mlsem("analyze --torch-version 1.8 attn.py", dir.str()).out, "note:"));
+
+  // The machine formats carry the same note: JSON's "notes", a JSON line of type "note",
+  // SARIF's tool configuration notifications.
+  auto json_run = nlohmann::json::parse(mlsem("analyze --format json --select ATT001 attn.py", dir.str()).out);
+  ASSERT_EQ(json_run["notes"].size(), 1u) << json_run.dump();
+  const auto& note = json_run["notes"][0];
+  EXPECT_EQ(note["kind"], "torch-pin");
+  EXPECT_EQ(note["torch"], "1.10");
+  EXPECT_EQ(note["files"], 1);
+  EXPECT_EQ(note["rules"], nlohmann::json::array({"ATT001"}));
+  EXPECT_TRUE(contains(note["message"].get<std::string>(), "ATT001 need a newer torch")) << note.dump();
+  EXPECT_TRUE(nlohmann::json::parse(mlsem("analyze --format json --torch-version 2.4 attn.py", dir.str()).out)["notes"].empty());
+  std::string lines = mlsem("analyze --format json-lines --select ATT001 attn.py", dir.str()).out;
+  bool note_line = false;
+  for (size_t start = 0, end; start < lines.size(); start = end + 1) {
+    end = lines.find('\n', start);
+    if (end == std::string::npos) end = lines.size();
+    if (end == start) continue;
+    auto line = nlohmann::json::parse(lines.substr(start, end - start));
+    if (line["type"] == "note") note_line = line["torch"] == "1.10" && line["rules"] == nlohmann::json::array({"ATT001"});
+  }
+  EXPECT_TRUE(note_line) << lines;
+  auto sarif = nlohmann::json::parse(mlsem("analyze --format sarif --select ATT001 attn.py", dir.str()).out);
+  const auto& invocation = sarif["runs"][0]["invocations"][0];
+  ASSERT_TRUE(invocation.contains("toolConfigurationNotifications")) << invocation.dump();
+  const auto& notification = invocation["toolConfigurationNotifications"][0];
+  EXPECT_EQ(notification["level"], "note");
+  EXPECT_EQ(notification["descriptor"]["id"], "torch-pin");
+  EXPECT_EQ(notification["properties"]["rules"], nlohmann::json::array({"ATT001"}));
+  EXPECT_TRUE(contains(notification["message"]["text"].get<std::string>(), "torch 1.10")) << notification.dump();
 }
 
 TEST(CliAnalyze, FileErrorsExitOneAndTheRestIsReported) {
