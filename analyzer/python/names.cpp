@@ -4,6 +4,8 @@
 #include <array>
 #include <cctype>
 
+#include "core/text.h"
+
 namespace mlsem::python {
 namespace {
 
@@ -19,7 +21,7 @@ struct Lower {
   size_t len = 0;
   explicit Lower(std::string_view s) {
     len = std::min(s.size(), sizeof buf);
-    for (size_t i = 0; i < len; ++i) buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+    for (size_t i = 0; i < len; ++i) buf[i] = lower_ascii(s[i]);
   }
   operator std::string_view() const { return {buf, len}; }
   size_t find(std::string_view x) const { return std::string_view(*this).find(x); }
