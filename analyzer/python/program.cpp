@@ -19,6 +19,7 @@
 namespace mlsem::python {
 namespace {
 
+using program::blocking_copy;
 using program::flag_of;
 using program::home_of;
 using program::host_number;
@@ -434,28 +435,6 @@ bool finiteness_check(const Syntax& S, const SourceFile& f, TSNode cond) {
   std::string_view c = text_of(cond, f.text);
   (void)S;
   return contains(c, "isnan(") || contains(c, "isinf(") || contains(c, "isfinite(") || contains(c, ".item()");
-}
-
-// `x.to(device)` / `x.cuda()` of a tensor without non_blocking=True: PyTorch waits for the
-// stream after such a copy, so the step waits for the GPU there. Not a module
-// (`model.to(device)`), not a dtype conversion.
-bool blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
-  if (ts_node_symbol(n) != S.call) return false;
-  TSNode fn = field(n, S.f_function);
-  if (ts_node_symbol(fn) != S.attribute) return false;
-  std::string_view method = text_of(field(fn, S.f_attribute), f.text);
-  if (method != "to" && method != "cuda") return false;
-  std::string_view args = text_of(field(n, S.f_arguments), f.text);
-  if (contains(args, "non_blocking")) return false;
-  std::string recv = lower_ascii(text_of(field(fn, S.f_object), f.text));
-  for (std::string_view m : {"model", "net", "module", "self"})
-    if (contains(recv, m)) return false;
-  if (method == "cuda") return true;
-  std::string a = lower_ascii(args);
-  if (contains(a, "dtype") || contains(a, "cpu") || contains(a, "torch.float") || contains(a, "torch.bfloat") ||
-      contains(a, "torch.half") || contains(a, "torch.int") || contains(a, "torch.long"))
-    return false;
-  return contains(a, "device") || contains(a, "cuda") || contains(a, "rank") || contains(a, "gpu");
 }
 
 // `conditional`: `n` is inside an `if` of the step. A blocking copy or a synchronize()

@@ -228,6 +228,40 @@ bool shape_factory(std::string_view callee) {
   return false;
 }
 
+// Whether the statement just before the one holding `n` (same block) copies host data to
+// the GPU with a blocking copy (`feats = feats_cpu[i].repeat(k, 1, 1).to(device)`): that
+// copy waits for the GPU, so a copy right after it waits on nothing. The line, or 0.
+// A blocking copy of another factory's tensor does not count: that is the same finding.
+uint32_t after_blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
+  TSNode stmt = n;
+  while (!ts_node_is_null(ts_node_parent(stmt)) && ts_node_symbol(ts_node_parent(stmt)) != S.block &&
+         ts_node_symbol(ts_node_parent(stmt)) != S.module)
+    stmt = ts_node_parent(stmt);
+  TSNode prev = ts_node_prev_named_sibling(stmt);
+  while (!ts_node_is_null(prev) && ts_node_symbol(prev) == S.comment) prev = ts_node_prev_named_sibling(prev);
+  if (ts_node_is_null(prev)) return 0;
+  TSSymbol pk = ts_node_symbol(prev);
+  if (pk != S.expression_statement) return 0;  // not across an if, a loop or a def
+  std::vector<TSNode> todo{prev};
+  while (!todo.empty()) {
+    TSNode c = todo.back();
+    todo.pop_back();
+    if (blocking_copy(S, f, c)) {
+      // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to a factory, if any.
+      bool factory = false;
+      for (TSNode recv = field(field(c, S.f_function), S.f_object);
+           !factory && !ts_node_is_null(recv) && ts_node_symbol(recv) == S.call;) {
+        TSNode fn = field(recv, S.f_function);
+        factory = shape_factory(text_of(fn, f.text));
+        recv = ts_node_symbol(fn) == S.attribute ? field(fn, S.f_object) : TSNode{};
+      }
+      if (!factory) return ts_node_start_point(c).row + 1;
+    }
+    for (TSNode k : named_children(c, S.comment)) todo.push_back(k);
+  }
+  return 0;
+}
+
 // How a `.to(...)` argument list moves a tensor: the device= text of the fix, or empty
 // when it only converts the dtype, moves to the CPU, or cannot be read.
 std::string moved_to(const Syntax& S, const SourceFile& f, TSNode args) {
@@ -306,6 +340,12 @@ void add_host_tensor(const FileFacts& c, TSNode call, const std::string& device)
   node.attrs["hot"] = hot;
   if (factory.substr(6).starts_with("rand")) node.attrs["random"] = true;
   if (empty_fallback(S, file, call)) node.attrs["empty_fallback"] = true;
+  // A fill (not random numbers, which the host draws slowly) right after a blocking copy.
+  if (!node.attrs.count("random"))
+    if (uint32_t line = after_blocking_copy(S, file, call)) node.attrs["after_wait"] = "line " + std::to_string(line);
+  // `.to(device, non_blocking=True)`: PyTorch does not wait for the stream after it.
+  std::string nb = keyword(S, file, field(call, S.f_arguments), "non_blocking");
+  if (!nb.empty() && nb != "False" && nb != "**") node.attrs["non_blocking"] = true;
 }
 
 bool disables_grad(std::string_view t) {

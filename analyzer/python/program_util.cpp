@@ -88,4 +88,26 @@ std::string_view with_head(const Syntax& S, const SourceFile& f, TSNode with_sta
   return std::string_view(f.text).substr(b, e - b);
 }
 
+// `x.to(device)` / `x.cuda()` of a tensor without non_blocking=True: PyTorch waits for the
+// stream after such a copy, so the step waits for the GPU there. Not a module
+// (`model.to(device)`), not a dtype conversion.
+bool blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
+  if (ts_node_symbol(n) != S.call) return false;
+  TSNode fn = field(n, S.f_function);
+  if (ts_node_symbol(fn) != S.attribute) return false;
+  std::string_view method = text_of(field(fn, S.f_attribute), f.text);
+  if (method != "to" && method != "cuda") return false;
+  std::string_view args = text_of(field(n, S.f_arguments), f.text);
+  if (contains(args, "non_blocking")) return false;
+  std::string recv = lower_ascii(text_of(field(fn, S.f_object), f.text));
+  for (std::string_view m : {"model", "net", "module", "self"})
+    if (contains(recv, m)) return false;
+  if (method == "cuda") return true;
+  std::string a = lower_ascii(args);
+  if (contains(a, "dtype") || contains(a, "cpu") || contains(a, "torch.float") || contains(a, "torch.bfloat") ||
+      contains(a, "torch.half") || contains(a, "torch.int") || contains(a, "torch.long"))
+    return false;
+  return contains(a, "device") || contains(a, "cuda") || contains(a, "rank") || contains(a, "gpu");
+}
+
 }  // namespace mlsem::python::program

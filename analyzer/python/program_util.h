@@ -40,6 +40,10 @@ bool gpu_text(std::string_view t);
 // (program_host.cpp).
 bool host_number(const Syntax& S, const SourceFile& f, TSNode root, const ir::Function& fn, const ir::Node& sync);
 
+// `x.to(device)` / `x.cuda()` of a tensor without non_blocking=True: PyTorch waits for the
+// stream after such a copy. Not a module (`model.to(device)`), not a dtype conversion.
+bool blocking_copy(const Syntax& S, const SourceFile& f, TSNode n);
+
 // The innermost IR function whose range holds `r`, or null.
 ir::Function* home_of(ir::Module& out, const Range& r);
 

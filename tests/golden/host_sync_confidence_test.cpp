@@ -119,5 +119,24 @@ TEST(HostSyncConfidence, PlacesOfOneStepAreOneFinding) {
   for (const Evidence& e : usual->evidence) EXPECT_FALSE(e.related && e.range.begin.line == fallback->range.begin.line);
 }
 
+// A filled tensor copied right after a blocking copy of host data waits on nothing; a
+// copy with non_blocking=True does not wait. Both fall below the default and say why; a
+// random tensor right after a batch copy keeps its confidence (the host draws it slowly).
+TEST(HostSyncConfidence, CopiesThatWaitOnNothingSayWhy) {
+  SampleFindings a = test_support::analyze_sample("samples/python/host_tensor_placement.py", everything());
+  const Finding* mask = test_support::finding_at(a, "PLC001", "mask = torch.ones(feats.shape[:-1]");
+  ASSERT_NE(mask, nullptr);
+  EXPECT_LT(mask->confidence, 0.5);
+  EXPECT_TRUE(says(*mask, "already copies host data to the GPU and waits"));
+  const Finding* async = test_support::finding_at(a, "PLC001", "pos = torch.arange(tokens.shape[1]).to(tokens.device, non_blocking=True)");
+  ASSERT_NE(async, nullptr);
+  EXPECT_LT(async->confidence, 0.5);
+  EXPECT_TRUE(says(*async, "passes non_blocking=True"));
+  const Finding* noise = test_support::finding_at(a, "PLC001", "noise = torch.randn(x.shape).to(device)");
+  ASSERT_NE(noise, nullptr);
+  EXPECT_GE(noise->confidence, 0.5);
+  EXPECT_FALSE(says(*noise, "already copies host data"));
+}
+
 }  // namespace
 }  // namespace mlsem
