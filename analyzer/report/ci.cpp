@@ -83,6 +83,7 @@ std::string to_github(const Report& report, const Sources* sources) {
     if (e.line) out += ",line=" + std::to_string(e.line) + ",col=" + std::to_string(e.column);
     out += ",title=mlsem::" + github_escape_data(e.message) + "\n";
   }
+  for (const Note& note : notes(report)) out += "::notice title=mlsem::" + github_escape_data(note.message) + "\n";
   return out;
 }
 

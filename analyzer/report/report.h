@@ -77,7 +77,7 @@ std::string to_junit(const Report& report, const Context& context);
 // target torch 1.10 (...): OPT001, FUS002 need a newer torch and did not run there;
 // --torch-version X.Y runs them"). Text ends with them; JSON lists them under "notes",
 // JSON lines as {"type": "note"} objects, SARIF as the invocation's
-// toolConfigurationNotifications, the editor server in its log.
+// toolConfigurationNotifications, GitHub as a ::notice, the editor server in its log.
 struct Note {
   std::string kind;   // "torch-pin"
   std::string torch;  // the pinned version

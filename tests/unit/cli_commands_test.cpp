@@ -167,6 +167,9 @@ TEST(CliAnalyze, RulesThePinTurnsOffAreNamedInANote) {
   EXPECT_EQ(notification["descriptor"]["id"], "torch-pin");
   EXPECT_EQ(notification["properties"]["rules"], nlohmann::json::array({"ATT001"}));
   EXPECT_TRUE(contains(notification["message"]["text"].get<std::string>(), "torch 1.10")) << notification.dump();
+  std::string github = mlsem("analyze --format github --select ATT001 attn.py", dir.str()).out;
+  EXPECT_TRUE(contains(github, "::notice title=mlsem::1 file targets torch 1.10 (the project's requirements, CI or README)"))
+      << github;
 }
 
 TEST(CliAnalyze, FileErrorsExitOneAndTheRestIsReported) {
