@@ -249,8 +249,12 @@ uint32_t after_blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
     if (blocking_copy(S, f, c)) {
       // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to a factory, if any.
       bool factory = false;
-      for (TSNode recv = field(field(c, S.f_function), S.f_object);
-           !factory && !ts_node_is_null(recv) && ts_node_symbol(recv) == S.call;) {
+      for (TSNode recv = field(field(c, S.f_function), S.f_object); !factory && !ts_node_is_null(recv);) {
+        if (ts_node_symbol(recv) == S.subscript) {  // `.sort()[0]`
+          recv = field(recv, S.f_value);
+          continue;
+        }
+        if (ts_node_symbol(recv) != S.call) break;
         TSNode fn = field(recv, S.f_function);
         factory = shape_factory(text_of(fn, f.text));
         recv = ts_node_symbol(fn) == S.attribute ? field(fn, S.f_object) : TSNode{};
