@@ -347,6 +347,13 @@ void add_host_tensor(const FileFacts& c, TSNode call, const std::string& device)
   // A fill (not random numbers, which the host draws slowly) right after a blocking copy.
   if (!node.attrs.count("random"))
     if (uint32_t line = after_blocking_copy(S, file, call)) node.attrs["after_wait"] = "line " + std::to_string(line);
+  // `torch.empty(1, 1).fill_(next_word.item()).to(device)`: built from a value the same
+  // expression reads back from the GPU, which has already waited.
+  {
+    std::string_view t = text_of(call, file.text);
+    for (std::string_view read : {".item()", ".tolist()", ".cpu()"})
+      if (contains(t, read)) node.attrs["reads_back"] = std::string(read);
+  }
   // `.to(device, non_blocking=True)`: PyTorch does not wait for the stream after it.
   std::string nb = keyword(S, file, field(call, S.f_arguments), "non_blocking");
   if (!nb.empty() && nb != "False" && nb != "**") node.attrs["non_blocking"] = true;

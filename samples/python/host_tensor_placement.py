@@ -10,7 +10,8 @@ tensor (a copy of no elements does not wait), on a lazy `if attn is None:` buffe
 once inside a generation loop, in an epoch loop around the training loop, in a
 branch that runs only for an empty tensor (the else of `if x.size(0) > 0`), right after
 a blocking copy of host data (the queue is already empty), and on a copy that passes
-non_blocking=True (below the default --min-confidence, with the reason).
+non_blocking=True, and on a tensor built from a value read back in the same expression
+(`fill_(next_word.item())`) (below the default --min-confidence, with the reason).
 A second factory copied in the same function is a related location of the first.
 """
 
@@ -116,3 +117,15 @@ def decode(model, tokens, steps):
         scale = torch.ones(1).to(tokens.device)  # expect: PLC001
         tokens = torch.cat([tokens, model(tokens, pos, step * scale).argmax(-1, keepdim=True)], dim=1)
     return tokens
+
+
+def greedy_decode(model, memory, start, eos, max_len, device):
+    # The token is read back for the end-of-sequence test anyway; the tensor built from
+    # that number waits on nothing.
+    ys = torch.full((1, 1), start, dtype=torch.long, device=device)
+    for _ in range(max_len):
+        next_word = model(memory, ys)[:, -1].argmax(-1)
+        ys = torch.cat([ys, torch.empty(1, 1).long().fill_(next_word.item()).to(device)], dim=1)  # ok: PLC001
+        if next_word == eos:
+            break
+    return ys

@@ -54,6 +54,10 @@ TEST(HostSyncConfidence, ReadsOnlyPrintedEachStepAreBelowTheDefaultThreshold) {
 
 TEST(HostSyncConfidence, RandomFactoriesSayTheStreamChanges) {
   SampleFindings a = test_support::analyze_sample("samples/python/host_tensor_placement.py", everything());
+  const Finding* token = test_support::finding_at(a, "PLC001", "fill_(next_word.item()).to(device)");
+  ASSERT_NE(token, nullptr);
+  EXPECT_LT(token->confidence, 0.5);
+  EXPECT_TRUE(says(*token, "reads back from the GPU"));
   const Finding* noise = test_support::finding_at(a, "PLC001", "noise = torch.randn(x.shape).to(device)");
   ASSERT_NE(noise, nullptr);
   EXPECT_TRUE(says(*noise, "CUDA generator"));
@@ -132,6 +136,10 @@ TEST(HostSyncConfidence, CopiesThatWaitOnNothingSayWhy) {
   ASSERT_NE(async, nullptr);
   EXPECT_LT(async->confidence, 0.5);
   EXPECT_TRUE(says(*async, "passes non_blocking=True"));
+  const Finding* token = test_support::finding_at(a, "PLC001", "fill_(next_word.item()).to(device)");
+  ASSERT_NE(token, nullptr);
+  EXPECT_LT(token->confidence, 0.5);
+  EXPECT_TRUE(says(*token, "reads back from the GPU"));
   const Finding* noise = test_support::finding_at(a, "PLC001", "noise = torch.randn(x.shape).to(device)");
   ASSERT_NE(noise, nullptr);
   EXPECT_GE(noise->confidence, 0.5);
