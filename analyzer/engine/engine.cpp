@@ -704,12 +704,28 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
     const Candidate& c = candidates[k];
     return std::make_tuple(-c.finding.confidence, c.finding.range.begin_byte, k);
   };
+  // In Python, the innermost branch (an `if`'s body or its `else`) holding each place:
+  // the cross-file steps may later find one branch dead (a flag the project never sets)
+  // or a fallback, so places on different branches stay different findings.
+  std::vector<const ir::Region*> branch(candidates.size(), nullptr);
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const Candidate& c = candidates[k];
+    if (rules_[c.rule_index].related.empty() || rules_[c.rule_index].language != "python") continue;
+    for (const ir::Function& fn : module.functions) {
+      if (fn.name != c.finding.function || !contains(fn.range, c.finding.range)) continue;
+      for (const ir::Region& reg : fn.regions)
+        if (reg.kind == "branch" && reg.range.valid() && contains(reg.range, c.finding.range) &&
+            (!branch[k] || contains(branch[k]->range, reg.range)))
+          branch[k] = &reg;
+      break;
+    }
+  }
   // Whether place `b` joins the finding at place `a`.
   auto joins = [&](size_t a, size_t b) {
     const Candidate& x = candidates[a];
     const Candidate& y = candidates[b];
     if (x.rule_index != y.rule_index || x.pattern_index != y.pattern_index || x.finding.function != y.finding.function ||
-        !(rank(a) < rank(b)))
+        branch[a] != branch[b] || !(rank(a) < rank(b)))
       return false;
     std::vector<std::string_view> own = doubts(x);
     for (std::string_view d : doubts(y))

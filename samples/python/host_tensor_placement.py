@@ -12,7 +12,8 @@ branch that runs only for an empty tensor (the else of `if x.size(0) > 0`), righ
 a blocking copy of host data (the queue is already empty), and on a copy that passes
 non_blocking=True, and on a tensor built from a value read back in the same expression
 (`fill_(next_word.item())`) (below the default --min-confidence, with the reason).
-A second factory copied in the same function is a related location of the first.
+A second factory copied in the same function (and branch) is a related location of the
+first; factories on the two sides of an if/else are two findings.
 """
 
 import math
@@ -129,3 +130,18 @@ def greedy_decode(model, memory, start, eos, max_len, device):
         if next_word == eos:
             break
     return ys
+
+
+class TimeSampler(nn.Module):
+    # Both branches copy a host tensor; they are two findings, not one: a project that
+    # never takes one branch (a flag it never sets) must not hide the other.
+    def __init__(self, logit_normal=True):
+        super().__init__()
+        self.logit_normal = logit_normal
+
+    def forward(self, x):
+        if self.logit_normal:
+            t = torch.sigmoid(torch.randn((x.size(0),)).to(x.device))  # expect: PLC001
+        else:
+            t = torch.rand((x.size(0),)).to(x.device)  # expect: PLC001
+        return x * t.view(-1, *([1] * (x.dim() - 1)))

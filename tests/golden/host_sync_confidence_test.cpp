@@ -121,6 +121,12 @@ TEST(HostSyncConfidence, PlacesOfOneStepAreOneFinding) {
   ASSERT_NE(fallback, nullptr);
   EXPECT_NE(usual, fallback);
   for (const Evidence& e : usual->evidence) EXPECT_FALSE(e.related && e.range.begin.line == fallback->range.begin.line);
+  // The two sides of an if/else are two findings.
+  const Finding* then_side = test_support::finding_at(b, "PLC001", "t = torch.sigmoid(torch.randn((x.size(0),)).to(x.device))");
+  const Finding* else_side = test_support::finding_at(b, "PLC001", "t = torch.rand((x.size(0),)).to(x.device)");
+  ASSERT_NE(then_side, nullptr);
+  ASSERT_NE(else_side, nullptr);
+  EXPECT_NE(then_side, else_side);
 }
 
 // A filled tensor copied right after a blocking copy of host data waits on nothing; a
