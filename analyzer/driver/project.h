@@ -466,11 +466,29 @@ class ConstantFlags {
   size_t demote(const std::set<fs::path>& read);
 
  private:
+  // `self.ln = ln` in `__init__`: the attribute takes what the constructor's parameter is
+  // given at every construction of the class, or its default.
+  struct Parameter {
+    std::string cls, name;
+    int position = -1;  // among the parameters after self; -1: keyword-only
+    std::optional<python::Literal> default_value;
+  };
   struct Flag {
     std::vector<python::Literal> values;
+    std::vector<Parameter> parameters;
+    std::set<std::string> class_keywords;  // candidates' classes constructed with it as a keyword
     std::string first;   // where the first assignment is, as where_in says it
     bool other = false;  // assigned otherwise, passed by keyword, named bare, in a string or a config
   };
+  // A candidate's class as the project names it: each call's argument texts, or `other`
+  // when it is named without a call (subclassed, passed on, in a configuration).
+  struct ClassUse {
+    std::vector<std::vector<std::string>> calls;
+    bool other = false;
+  };
+  std::optional<Parameter> parameter_of(std::string_view text, size_t at, std::string_view name) const;
+  // The values a parameter is given at every construction; nullopt when one is not known.
+  std::optional<std::vector<python::Literal>> given(const fs::path& root, const Parameter& p) const;
   struct Candidate {
     Finding* finding;
     fs::path root;
@@ -480,6 +498,10 @@ class ConstantFlags {
   std::vector<Candidate> candidates_;
   std::map<fs::path, Names> keys_;                                       // root -> attribute names
   std::map<fs::path, std::map<std::string, Flag, std::less<>>> flags_;  // root -> name -> what sets it
+  std::map<fs::path, std::map<std::string, ClassUse, std::less<>>> classes_;  // root -> candidates' classes
+  // Where a `self.ln = ln` reads its parameter: that bare mention sets nothing.
+  static std::string at_key(const std::string& file, size_t at) { return file + '\0' + std::to_string(at); }
+  std::set<std::string> read_parameters_;
 };
 
 }  // namespace mlsem::driver::project

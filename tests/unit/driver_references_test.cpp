@@ -255,6 +255,42 @@ TEST_F(DriverReferences, CodeUnderAnAttributeTheProjectOnlySetsToOneValueIsDemot
     ASSERT_NE(in(r, "Attention.forward"), nullptr) << init << extra;
     EXPECT_TRUE(in(r, "Attention.forward")->context.empty()) << init << extra << in(r, "Attention.forward")->context;
   }
+  // From a parameter of __init__: what every construction gives it, by position, by
+  // keyword or by default (minRF's `RF(model)` and `RF(model, True)` with `ln=True`).
+  auto from_parameter = [&](const std::string& calls) {
+    TempDir dir;
+    dir.write(".git/HEAD", "ref: refs/heads/main\n");
+    dir.write("pkg/attn.py", "import math\nimport torch.nn.functional as F\n\n\nclass Attention:\n"
+                             "    def __init__(self, dim, manual=False):\n"
+                             "        self.manual = manual\n"
+                             "        self.dim = dim\n\n"
+                             "    def forward(self, q, k, v):\n"
+                             "        if self.manual and self.dim > 0:\n"
+                             "            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                             "            probs = F.softmax(scores, dim=-1)\n"
+                             "            return probs @ v\n"
+                             "        return F.scaled_dot_product_attention(q, k, v)\n");
+    dir.write("pkg/train.py", "from pkg.attn import Attention\n\n" + calls);
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    const Finding* f = in(r, "Attention.forward");
+    return f ? std::optional<Finding>(*f) : std::nullopt;
+  };
+  for (const std::string& calls : {std::string("m = Attention(8)\n"), std::string("m = Attention(8)\nn = Attention(16, False)\n"),
+                                   std::string("m = Attention(dim=8, manual=False)\n")}) {
+    std::optional<Finding> f = from_parameter(calls);
+    ASSERT_TRUE(f) << calls;
+    EXPECT_EQ(f->context_kind, "unused") << calls;
+    EXPECT_NE(f->context.find("from the parameter `manual` of `Attention` as every construction gives it"), std::string::npos)
+        << f->context;
+  }
+  for (const std::string& calls : {std::string("m = Attention(8, True)\n"), std::string("m = Attention(8, manual=True)\n"),
+                                   std::string("m = Attention(8, manual=args.manual)\n"),
+                                   std::string("m = Attention(*sizes)\n"), std::string("make = functools.partial(Attention, 8)\n"),
+                                   std::string("")}) {
+    std::optional<Finding> f = from_parameter(calls);
+    ASSERT_TRUE(f) << calls;
+    EXPECT_TRUE(f->context.empty()) << calls << f->context;
+  }
   {  // `training`: nn.Module.train() sets it, with no assignment in the project to see.
     TempDir dir;
     project(dir, "        self.training = False\n", "", "training");
