@@ -14,30 +14,56 @@
 #include "./subtree.h"
 #include "./tree.h"
 
-static void mlsem_collect(TSNode node, TSSymbol skip, TSNode *out, uint32_t capacity, uint32_t *count) {
+// One pass over a node's child array, as node.c's ts_node_child_iterator_next makes it:
+// each child as a node, its alias (if the production gives one) applied.
+typedef struct {
+  TSNode parent;
+  const Subtree *children;
+  uint32_t count, index, structural_index;
+  const TSSymbol *alias_sequence;
+  Length position;
+} ChildIter;
+
+static inline __attribute__((always_inline)) ChildIter mlsem_children_of(TSNode node) {
   Subtree subtree = *(const Subtree *)node.id;
-  if (ts_subtree_child_count(subtree) == 0) return;
-  const TSSymbol *alias_sequence = ts_language_alias_sequence(node.tree->language, subtree.ptr->production_id);
-  Length position = {node.context[0], {node.context[1], node.context[2]}};
-  uint32_t structural_index = 0;
-  const Subtree *children = ts_subtree_children(subtree);
-  for (uint32_t i = 0; i < subtree.ptr->child_count; i++) {
-    const Subtree *child = &children[i];
-    TSSymbol alias = 0;
-    if (!ts_subtree_extra(*child)) {
-      if (alias_sequence) alias = alias_sequence[structural_index];
-      structural_index++;
-    }
-    if (i > 0) position = length_add(position, ts_subtree_padding(*child));
-    TSNode c = ts_node_new(node.tree, child, position, alias);
-    position = length_add(position, ts_subtree_size(*child));
-    if (ts_subtree_visible(*child) || alias) {
+  ChildIter it = {node, NULL, ts_subtree_child_count(subtree), 0, 0, NULL, {node.context[0], {node.context[1], node.context[2]}}};
+  if (it.count > 0) {
+    it.children = ts_subtree_children(subtree);
+    it.alias_sequence = ts_language_alias_sequence(node.tree->language, subtree.ptr->production_id);
+  }
+  return it;
+}
+
+// The next child (`*visible`: shown as a node, by itself or by its alias); false at the end.
+static inline __attribute__((always_inline)) bool mlsem_next_child(ChildIter *it, TSNode *out, bool *visible, bool *has_visible_children) {
+  if (it->index >= it->count) return false;
+  const Subtree *child = &it->children[it->index];
+  TSSymbol alias = 0;
+  if (!ts_subtree_extra(*child)) {
+    if (it->alias_sequence) alias = it->alias_sequence[it->structural_index];
+    it->structural_index++;
+  }
+  if (it->index > 0) it->position = length_add(it->position, ts_subtree_padding(*child));
+  *out = ts_node_new(it->parent.tree, child, it->position, alias);
+  *visible = ts_subtree_visible(*child) || alias;
+  *has_visible_children = ts_subtree_visible_child_count(*child) > 0;
+  it->position = length_add(it->position, ts_subtree_size(*child));
+  it->index++;
+  return true;
+}
+
+static void mlsem_collect(TSNode node, TSSymbol skip, TSNode *out, uint32_t capacity, uint32_t *count) {
+  ChildIter it = mlsem_children_of(node);
+  TSNode c;
+  bool visible, nested;
+  while (mlsem_next_child(&it, &c, &visible, &nested)) {
+    if (visible) {
       // A visible child (ts_node__is_relevant with anonymous nodes included).
       if (ts_node_is_named(c) && ts_node_symbol(c) != skip) {
         if (*count < capacity) out[*count] = c;
         ++*count;
       }
-    } else if (ts_subtree_visible_child_count(*child) > 0) {
+    } else if (nested) {
       // A hidden node stands for its visible children, as ts_node_child counts them.
       mlsem_collect(c, skip, out, capacity, count);
     }
@@ -57,28 +83,12 @@ static TSNode mlsem_null_node(void) { return ts_node_new(NULL, NULL, length_zero
 TSNode mlsem_ts_first_child(TSNode node) {
   if (!node.id) return mlsem_null_node();
   for (;;) {
-    Subtree subtree = *(const Subtree *)node.id;
-    if (ts_subtree_child_count(subtree) == 0) return mlsem_null_node();
-    const TSSymbol *alias_sequence = ts_language_alias_sequence(node.tree->language, subtree.ptr->production_id);
-    Length position = {node.context[0], {node.context[1], node.context[2]}};
-    uint32_t structural_index = 0;
-    const Subtree *children = ts_subtree_children(subtree);
-    bool descended = false;
-    for (uint32_t i = 0; i < subtree.ptr->child_count && !descended; i++) {
-      const Subtree *child = &children[i];
-      TSSymbol alias = 0;
-      if (!ts_subtree_extra(*child)) {
-        if (alias_sequence) alias = alias_sequence[structural_index];
-        structural_index++;
-      }
-      if (i > 0) position = length_add(position, ts_subtree_padding(*child));
-      TSNode c = ts_node_new(node.tree, child, position, alias);
-      if (ts_subtree_visible(*child) || alias) return c;
-      if (ts_subtree_visible_child_count(*child) > 0) {
-        node = c;
-        descended = true;
-      }
-      position = length_add(position, ts_subtree_size(*child));
+    ChildIter it = mlsem_children_of(node);
+    TSNode c;
+    bool visible, nested, descended = false;
+    while (!descended && mlsem_next_child(&it, &c, &visible, &nested)) {
+      if (visible) return c;
+      if (nested) node = c, descended = true;
     }
     if (!descended) return mlsem_null_node();
   }
