@@ -99,6 +99,7 @@ int report(const uint8_t* data, size_t size) {
       ev.present = in.byte() & 1;
       ev.weight = in.byte() & 1 ? in.byte() / 100.0 : in.real();
       if (in.byte() & 1) ev.range = range(in, 0);
+      ev.related = (in.byte() & 3) == 0;  // another place of the problem (engine.h `Rule::related`)
       f.evidence.push_back(std::move(ev));
     }
     f.fix = in.text(200);
@@ -118,6 +119,12 @@ int report(const uint8_t* data, size_t size) {
     rep.errors.push_back(std::move(e));
   }
   rep.files_analyzed = in.byte();
+  // Rules a project's torch pin turned off: the notes every format writes.
+  for (size_t i = 0, n = in.byte() % 3; i < n; ++i) {
+    Report::TorchOff& off = rep.torch_off[pick(in, {"1.10", "2.0", "1.3.1"})];
+    off.files += 1 + in.byte() % 4;
+    for (size_t r = 0, m = 1 + in.byte() % 3; r < m; ++r) off.rules.insert(in.byte() & 1 ? rules[in.byte() % rules.size()].id : in.text(16));
+  }
 
   report::Context context;
   // The rules of the findings and two more (every rule's documentation in each SARIF
