@@ -60,12 +60,14 @@ std::optional<std::vector<std::string>> bracket_items(std::string_view text, siz
   return std::nullopt;
 }
 
-// `name=value` (not `==`): the value; empty when the item is not that keyword.
-std::optional<std::string_view> keyword_value(std::string_view item, std::string_view name) {
-  if (!item.starts_with(name)) return std::nullopt;
-  std::string_view rest = trimmed(item.substr(name.size()));
-  if (rest.empty() || rest[0] != '=' || rest.starts_with("==")) return std::nullopt;
-  return trimmed(rest.substr(1));
+// A keyword argument's name (`manual=True`, not `a == b` nor `make(dim=8)`): empty for a
+// positional argument.
+std::string_view keyword_name(std::string_view item) {
+  size_t e = 0;
+  while (e < item.size() && (std::isalnum(static_cast<unsigned char>(item[e])) || item[e] == '_')) ++e;
+  std::string_view rest = trimmed(item.substr(e));
+  if (e == 0 || rest.empty() || rest[0] != '=' || rest.starts_with("==")) return {};
+  return item.substr(0, e);
 }
 
 // The callee of the innermost call or definition whose parentheses hold `at` (`RF(model,
@@ -291,18 +293,14 @@ std::optional<std::vector<python::Literal>> ConstantFlags::given(const fs::path&
   std::vector<python::Literal> values;
   for (const std::vector<std::string>& args : use->second.calls) {
     std::optional<std::string_view> value;
-    size_t positional = 0;
+    std::vector<std::string_view> positional;
     for (std::string_view a : args) {
       if (a.starts_with("*")) return std::nullopt;  // *args, **kwargs: not readable
-      if (auto v = keyword_value(a, p.name)) value = v;
-      else if (a.find('=') == std::string_view::npos || a.find("==") != std::string_view::npos) ++positional;
+      std::string_view k = keyword_name(a);
+      if (k.empty()) positional.push_back(a);
+      else if (k == p.name) value = trimmed(a.substr(a.find('=') + 1));
     }
-    if (!value && p.position >= 0 && static_cast<size_t>(p.position) < positional) {
-      size_t seen = 0;
-      for (std::string_view a : args)
-        if (a.find('=') == std::string_view::npos || a.find("==") != std::string_view::npos)
-          if (seen++ == static_cast<size_t>(p.position)) value = a;
-    }
+    if (!value && p.position >= 0 && static_cast<size_t>(p.position) < positional.size()) value = positional[p.position];
     if (value) {
       std::optional<python::Literal> l = python::parse_literal(*value);
       if (!l || l->kind == python::Literal::Member) return std::nullopt;

@@ -694,12 +694,11 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
   // (it keeps its range). A place doubted for a reason of its own (a read printed on
   // purpose, a tensor built only for an empty batch), which the finding's place does not
   // share, is another problem: it stays a finding of its own, with its lower confidence.
-  auto doubts = [](const Candidate& c) {
-    std::vector<std::string_view> out;
-    for (const Evidence& e : c.finding.evidence)
-      if (e.present && e.weight < 0 && !e.related) out.push_back(e.text);
-    return out;
-  };
+  std::vector<std::vector<std::string_view>> doubts(candidates.size());
+  for (size_t k = 0; k < candidates.size(); ++k)
+    if (!rules_[candidates[k].rule_index].related.empty())
+      for (const Evidence& e : candidates[k].finding.evidence)
+        if (e.present && e.weight < 0 && !e.related) doubts[k].push_back(e.text);
   auto rank = [&](size_t k) {
     const Candidate& c = candidates[k];
     return std::make_tuple(-c.finding.confidence, c.finding.range.begin_byte, k);
@@ -727,10 +726,9 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
     if (x.rule_index != y.rule_index || x.pattern_index != y.pattern_index || x.finding.function != y.finding.function ||
         branch[a] != branch[b] || !(rank(a) < rank(b)))
       return false;
-    std::vector<std::string_view> own = doubts(x);
-    for (std::string_view d : doubts(y))
-      if (std::find(own.begin(), own.end(), d) == own.end()) return false;
-    return true;
+    return std::all_of(doubts[b].begin(), doubts[b].end(), [&](std::string_view d) {
+      return std::find(doubts[a].begin(), doubts[a].end(), d) != doubts[a].end();
+    });
   };
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (dropped[i] || rules_[candidates[i].rule_index].related.empty()) continue;

@@ -283,7 +283,9 @@ TEST_F(DriverReferences, CodeUnderAnAttributeTheProjectOnlySetsToOneValueIsDemot
     EXPECT_NE(f->context.find("from the parameter `manual` of `Attention` as every construction gives it"), std::string::npos)
         << f->context;
   }
+  // A positional argument holding a keyword of its own (`make(dim=8)`) still counts as one.
   for (const std::string& calls : {std::string("m = Attention(8, True)\n"), std::string("m = Attention(8, manual=True)\n"),
+                                   std::string("m = Attention(make(dim=8), True)\n"),
                                    std::string("m = Attention(8, manual=args.manual)\n"),
                                    std::string("m = Attention(*sizes)\n"), std::string("make = functools.partial(Attention, 8)\n"),
                                    std::string("")}) {
