@@ -228,6 +228,24 @@ bool shape_factory(std::string_view callee) {
   return false;
 }
 
+// The call a method chain on `call`'s receiver starts from (`torch.zeros(n)` in
+// `torch.zeros(n).float().to(dev)`; `through_index`: also through subscripts, as in
+// `torch.randint(...).sort()[0].to(dev)`), or a null node when it starts from no call.
+TSNode chain_start(const Syntax& S, TSNode call, bool through_index) {
+  TSNode recv = field(field(call, S.f_function), S.f_object);
+  for (;;) {
+    if (ts_node_is_null(recv)) return recv;
+    TSSymbol k = ts_node_symbol(recv);
+    TSNode inner = k == S.subscript && through_index ? field(recv, S.f_value)
+                   : k == S.call && ts_node_symbol(field(recv, S.f_function)) == S.attribute
+                       ? field(field(recv, S.f_function), S.f_object)
+                       : TSNode{};
+    bool descend = !ts_node_is_null(inner) && (ts_node_symbol(inner) == S.call || (through_index && ts_node_symbol(inner) == S.subscript));
+    if (!descend) return k == S.call ? recv : TSNode{};
+    recv = inner;
+  }
+}
+
 // Whether the statement just before the one holding `n` (same block) copies host data to
 // the GPU with a blocking copy (`feats = feats_cpu[i].repeat(k, 1, 1).to(device)`): that
 // copy waits for the GPU, so a copy right after it waits on nothing. The line, or 0.
@@ -247,19 +265,9 @@ uint32_t after_blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
     TSNode c = todo.back();
     todo.pop_back();
     if (blocking_copy(S, f, c)) {
-      // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to a factory, if any.
-      bool factory = false;
-      for (TSNode recv = field(field(c, S.f_function), S.f_object); !factory && !ts_node_is_null(recv);) {
-        if (ts_node_symbol(recv) == S.subscript) {  // `.sort()[0]`
-          recv = field(recv, S.f_value);
-          continue;
-        }
-        if (ts_node_symbol(recv) != S.call) break;
-        TSNode fn = field(recv, S.f_function);
-        factory = shape_factory(text_of(fn, f.text));
-        recv = ts_node_symbol(fn) == S.attribute ? field(fn, S.f_object) : TSNode{};
-      }
-      if (!factory) return ts_node_start_point(c).row + 1;
+      TSNode start = chain_start(S, c, true);
+      if (ts_node_is_null(start) || !shape_factory(text_of(field(start, S.f_function), f.text)))
+        return ts_node_start_point(c).row + 1;
     }
     for (TSNode k : named_children(c, S.comment)) todo.push_back(k);
   }
@@ -301,16 +309,8 @@ std::string move_target(const FileFacts& c, TSNode args, bool cuda) {
 void add_host_tensor(const FileFacts& c, TSNode call, const std::string& device) {
   const auto& [S, file, root, out, gpu, trains] = c;
   if (device.empty()) return;
-  // Down the receiver chain (`.float()`, `.unsqueeze(0)`, ...) to the call it starts from.
-  TSNode recv = field(field(call, S.f_function), S.f_object);
-  while (!ts_node_is_null(recv) && ts_node_symbol(recv) == S.call) {
-    TSNode fn = field(recv, S.f_function);
-    if (ts_node_symbol(fn) != S.attribute) break;
-    TSNode inner = field(fn, S.f_object);
-    if (ts_node_symbol(inner) != S.call) break;
-    recv = inner;
-  }
-  if (ts_node_is_null(recv) || ts_node_symbol(recv) != S.call) return;
+  TSNode recv = chain_start(S, call, false);
+  if (ts_node_is_null(recv)) return;
   std::string_view factory = text_of(field(recv, S.f_function), file.text);
   if (!shape_factory(factory)) return;
   TSNode fargs = field(recv, S.f_arguments);
