@@ -9,9 +9,10 @@ one global normalization of a 1-D advantage vector in an RL update, and a per-ro
 z-score of rewards (GRPO's group normalization, OpenRLHF).
 
 Expected findings:
-- NRM001 in VarLayerNorm.forward, StdLayerNorm.forward and layer_norm_fn, on the line
-  computing the normalized output.
-Not expected: NRM001 in standardize_features (dim 0, across samples),
+- NRM001 in VarLayerNorm.forward and layer_norm_fn, on the line computing the normalized
+  output.
+Not expected: NRM001 in StdLayerNorm.forward at the default --min-confidence (F.layer_norm
+would change its numbers: reported below it, saying so), standardize_features (dim 0, across samples),
 normalize_advantages (all elements of a vector) and group_normalize_rewards (over the last
 dim, but a z-score with no learned scale of a few rewards per prompt): F.layer_norm is not
 their fix.
@@ -49,7 +50,7 @@ class StdLayerNorm(nn.Module):
     def forward(self, x):
         mean = x.mean(-1, keepdim=True)
         std = x.std(-1, keepdim=True)
-        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2  # expect: NRM001
+        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2  # ok: NRM001
 
 
 def layer_norm_fn(x, weight, bias, eps=1e-5):
