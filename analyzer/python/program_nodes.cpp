@@ -96,10 +96,14 @@ void annotate_data_loaders(const FileFacts& c) {
         dataset = field(k, S.f_value);
     if (!ts_node_is_null(dataset)) {
       std::string cls = dataset_class(S, file, root, n, dataset);
+      std::string name = lower_ascii(text_of(dataset, file.text));
       if (in_memory_dataset(S, file, root, cls)) node->attrs["in_memory"] = cls;
+      // A reinforcement-learning replay buffer: experience the run generated, already in memory.
+      else if (contains(name, "replay") || name.ends_with("buffer")) node->attrs["in_memory"] = name;
     }
     if (workers.empty() || workers == "0") node->attrs["no_workers"] = true;
     if (pin.empty() || pin == "False") node->attrs["no_pin_memory"] = true;
+    if (node->attrs.count("no_pin_memory") && !node->attrs.count("no_workers")) node->attrs["pin_only"] = true;
   });
 }
 
