@@ -526,7 +526,9 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
                  contains(fn_text, "elapsed_time") || contains(fn_text, "timeit");
     for (ir::Node& node : fn.nodes) {
       if (node.op != "sync" || !node.range.valid()) continue;
-      bool own = node.range.begin_byte >= fn.range.begin_byte && node.range.end_byte <= fn.range.end_byte;
+      // Its own code, not a helper's inlined into it: the module's range holds every
+      // function of the file, so ask which function's body the read is in.
+      bool own = home_of(out, node.range) == &fn;
       Facts facts;
       if (own) {
         facts = walk(S, file, root, node.range);
