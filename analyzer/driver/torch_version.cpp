@@ -74,6 +74,10 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 std::optional<std::string> torch_pin_in(std::string_view text) {
+  // Every requirement on torch counts: one line per platform or Python version
+  // (`torch>=2.6; python_version >= "3.13"`, `torch>=2.2.2; sys_platform == 'linux'`) means
+  // the project supports the oldest of them.
+  std::vector<std::string> found;
   for (size_t at = text.find("torch"); at != std::string_view::npos; at = text.find("torch", at + 5)) {
     // The whole package name must be `torch` (not torchvision, pytorch-lightning).
     if (at > 0 && name_char(text[at - 1])) continue;
@@ -112,15 +116,16 @@ std::optional<std::string> torch_pin_in(std::string_view text) {
       skip_space();
       if (i < text.size() && text[i] == 'v') ++i;
       std::string v = major_minor(text.substr(i));
-      if (!v.empty()) return v;
+      if (!v.empty()) found.push_back(v);
       break;
     }
     if (poetry && !rest.empty() && std::isdigit(static_cast<unsigned char>(rest[0]))) {
       std::string v = major_minor(rest);
-      if (!v.empty()) return v;
+      if (!v.empty()) found.push_back(v);
     }
   }
-  return std::nullopt;
+  if (found.empty()) return std::nullopt;
+  return *std::min_element(found.begin(), found.end(), version_less);
 }
 
 std::optional<std::string> conda_torch_pin_in(std::string_view text) {

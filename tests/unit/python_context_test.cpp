@@ -215,6 +215,11 @@ TEST(TorchVersion, PinsInRequirementFormats) {
   EXPECT_EQ(torch_pin_in("[tool.poetry.dependencies]\ntorch = \"^2.2\"\n").value_or("-"), "2.2");
   EXPECT_EQ(torch_pin_in("torch = {version = \">=1.13\", source = \"pytorch\"}").value_or("-"), "1.13");
   EXPECT_EQ(torch_pin_in("install_requires=['torch>=2']").value_or("-"), "2.0");
+  // One requirement per platform or Python version: the oldest is what the project supports.
+  EXPECT_EQ(torch_pin_in("dependencies = [\n  'torch>=2.6; python_version >= \"3.13\"',\n"
+                         "  \"torch>=2.2.2; sys_platform == 'linux' and python_version <= '3.12'\",\n]\n")
+                .value_or("-"),
+            "2.2");
   EXPECT_FALSE(torch_pin_in("torchvision>=0.15\npytorch-lightning==2.0\n"));
   EXPECT_FALSE(torch_pin_in("torch<2.0\n"));
   EXPECT_FALSE(torch_pin_in("torch\n"));
