@@ -101,13 +101,47 @@ bool demonstration(const fs::path& root, const std::string& file) {
   return !demonstration_dir(root, file, {"example", "sample", "tutorial", "doc", "benchmark", "notebook", "demo"}).empty();
 }
 
+// Whether a directory's name says it is a chapter of a book or course: ch02, chapter_3,
+// appendix-A, lesson1, lecture-04, week2.
+bool chapter_name(std::string_view name) {
+  std::string n = lower_ascii(name);
+  if (n.starts_with("appendix")) return true;
+  for (std::string_view prefix : {"chapter", "lesson", "lecture", "week", "ch"}) {
+    if (!n.starts_with(prefix)) continue;
+    size_t i = prefix.size();
+    if (i < n.size() && (n[i] == '-' || n[i] == '_' || n[i] == ' ')) ++i;
+    return i < n.size() && n[i] >= '0' && n[i] <= '9';
+  }
+  return false;
+}
+
+// The first three chapter directories at the root of a project, when it has three or more
+// (LLMs-from-scratch's ch01/ ... ch07/, appendix-A/ ...): the project is a book's or a
+// course's code, kept simple to teach. Empty otherwise.
+std::string chapters_at(const fs::path& root) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator d(root, ec), end; !ec && d != end; d.increment(ec))
+    if (d->is_directory(ec) && chapter_name(d->path().filename().string())) names.push_back(d->path().filename().string());
+  if (names.size() < 3) return {};
+  std::sort(names.begin(), names.end());
+  return names[0] + "/, " + names[1] + "/, " + names[2] + "/";
+}
+
 // Why `file` is one of the project's demonstrations, or empty (ProjectPass::examples):
-// under a demonstration directory, or one of three or more train*.py scripts at the root of
-// a project that ships a package (x-transformers' train_enwik8.py, train_copy.py, ...).
-// `root_scripts` caches the count of such scripts by root.
-std::string demonstration_reason(const fs::path& root, const std::string& file, std::map<fs::path, size_t>& root_scripts) {
+// under a demonstration directory, in a project laid out as a book's or course's chapters,
+// or one of three or more train*.py scripts at the root of a project that ships a package
+// (x-transformers' train_enwik8.py, train_copy.py, ...). `root_scripts` caches the count of
+// such scripts by root; `root_chapters` the chapter directories.
+std::string demonstration_reason(const fs::path& root, const std::string& file, std::map<fs::path, size_t>& root_scripts,
+                                 std::map<fs::path, std::string>& root_chapters) {
   if (std::string dir = demonstration_dir(root, file); !dir.empty())
     return "demonstration: the file is under the project's " + dir + "/ directory, which shows the code off; its speed is not its point";
+  auto [chapters, first] = root_chapters.try_emplace(root);
+  if (first) chapters->second = chapters_at(root);
+  if (!chapters->second.empty())
+    return "demonstration: the project is laid out as the chapters of a book or course (" + chapters->second +
+           " ...): code written to teach, kept simple on purpose; its speed is not its point";
   fs::path rel = under(root, file);
   std::string name = rel.filename().string();
   if (rel.empty() || rel.has_parent_path() || !name.starts_with("train") || !name.ends_with(".py")) return {};
@@ -285,6 +319,7 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
   };
   if (pass.examples) {
     std::map<fs::path, size_t> root_scripts;
+    std::map<fs::path, std::string> root_chapters;
     for (Finding& f : findings) {
       if (!f.context.empty() || !f.path.ends_with(".py")) continue;
       std::error_code ec;
@@ -292,7 +327,7 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
       if (ec) continue;
       const std::optional<fs::path>& root = root_for(absolute);
       if (!root) continue;
-      if (std::string why = demonstration_reason(*root, absolute.string(), root_scripts); !why.empty()) {
+      if (std::string why = demonstration_reason(*root, absolute.string(), root_scripts, root_chapters); !why.empty()) {
         demote(f, "example", why);
         ++demoted.example;
       }

@@ -386,6 +386,13 @@ TEST_F(DriverReferences, WhatOnlyTheTestsUseIsDemoted) {
   EXPECT_TRUE(in(r, "library_attention")->context.empty()) << in(r, "library_attention")->context;
 }
 
+// The function name `attention(name)` defines for a directory-derived name.
+std::string chapter_fn(std::string chapter) {
+  for (char& c : chapter)
+    if (c == '-') c = '_';
+  return chapter + "_attention";
+}
+
 TEST_F(DriverReferences, DemonstrationsAreDemoted) {
   // The ATT001 finding in the file whose path ends with `tail` (each module calls its
   // function at module level, where the finding is reported), or nullptr.
@@ -437,6 +444,31 @@ TEST_F(DriverReferences, DemonstrationsAreDemoted) {
     Report r = analyze_paths({dir.path().string()}, engine(), options);
     ASSERT_NE(in(r, "/train_0.py"), nullptr);
     EXPECT_TRUE(in(r, "/train_0.py")->context.empty()) << in(r, "/train_0.py")->context;
+  }
+  {  // A book's code: chapter directories at the root make every file a demonstration.
+    TempDir dir;
+    dir.write("pyproject.toml", "[project]\nname = \"book\"\n");
+    for (const char* chapter : {"ch02", "ch03", "appendix-A"})
+      dir.write(std::string(chapter) + "/main.py",
+                module_with({attention(chapter_fn(chapter))}) + "y = " + chapter_fn(chapter) + "(1, 2, 3)\n");
+    dir.write("pkg/book/ch03.py", module_with({attention("pkg_attention")}) + "y = pkg_attention(1, 2, 3)\n");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    for (const char* file : {"ch02/main.py", "appendix-A/main.py", "pkg/book/ch03.py"}) {
+      ASSERT_NE(in(r, file), nullptr) << file;
+      EXPECT_EQ(in(r, file)->context_kind, "example") << file;
+      EXPECT_NE(in(r, file)->context.find("chapters of a book or course (appendix-A/, ch02/, ch03/"), std::string::npos)
+          << in(r, file)->context;
+    }
+  }
+  {  // Two chapter-like directories (or `checkpoints/`, `chat/`) are not a book.
+    TempDir dir;
+    dir.write("pyproject.toml", "[project]\nname = \"app\"\n");
+    for (const char* d : {"ch1", "chapter_2", "checkpoints", "chat"})
+      dir.write(std::string(d) + "/main.py",
+                module_with({attention(chapter_fn(d))}) + "y = " + chapter_fn(d) + "(1, 2, 3)\n");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(in(r, "ch1/main.py"), nullptr);
+    EXPECT_TRUE(in(r, "ch1/main.py")->context.empty()) << in(r, "ch1/main.py")->context;
   }
 }
 
