@@ -83,6 +83,61 @@ class FixPass : private AttentionSyntax {
     return false;
   }
 
+  // Whether a subscript in `t` slices from somewhere other than the start: `m[pos:pos + q, :k]`,
+  // `m[:, -n:]`, `bias[:, :, k_len - q_len : k_len, :k_len]` (not `m[:T, :T]`, `m[0:T]`).
+  static bool offset_slice(std::string_view t) {
+    for (size_t open = t.find('['); open != std::string_view::npos; open = t.find('[', open + 1)) {
+      size_t begin = open + 1;
+      int depth = 0;
+      for (size_t i = begin; i < t.size(); ++i) {
+        char c = t[i];
+        if (c == '[' || c == '(' || c == '{') ++depth;
+        else if ((c == ']' || c == ')' || c == '}') && depth > 0) --depth;
+        else if (depth == 0 && (c == ',' || c == ']')) {
+          std::string_view part = t.substr(begin, i - begin);
+          if (size_t colon = part.find(':'); colon != std::string_view::npos) {
+            std::string_view start = part.substr(0, colon);
+            while (!start.empty() && start.front() == ' ') start.remove_prefix(1);
+            while (!start.empty() && start.back() == ' ') start.remove_suffix(1);
+            if (!start.empty() && start != "0" && start != "None") return true;
+          }
+          if (c == ']') break;
+          begin = i + 1;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Whether the causal mask applied at `step` is offset for cached keys: its expression, or
+  // an assignment in the function to a name it uses, slices the mask from a position other
+  // than the start (a decode step's queries are the last rows). is_causal=True aligns the
+  // triangle top-left when there are fewer queries than keys, so the mask must go in
+  // attn_mask as written.
+  bool offset_causal(const ir::Function& fn, const ir::Node& step) const {
+    TSNode at = exact(step.range);
+    if (ts_node_is_null(at)) return false;
+    std::string_view expr = text(at);
+    if (offset_slice(expr)) return true;
+    TSNode def = exact(fn.range);
+    if (ts_node_is_null(def)) return false;
+    std::vector<TSNode> todo{def};
+    while (!todo.empty()) {
+      TSNode n = todo.back();
+      todo.pop_back();
+      if (ts_node_symbol(n) == S.assignment) {
+        TSNode left = ts_node_child_by_field_id(n, S.f_left), right = ts_node_child_by_field_id(n, S.f_right);
+        if (!ts_node_is_null(left) && !ts_node_is_null(right) && ts_node_symbol(left) == S.identifier &&
+            ts_node_start_byte(n) < step.range.begin_byte && !word_offsets(expr, text(left)).empty() &&
+            offset_slice(text(right)))
+          return true;
+        continue;
+      }
+      for (uint32_t i = 0, c = ts_node_named_child_count(n); i < c; ++i) todo.push_back(ts_node_named_child(n, i));
+    }
+    return false;
+  }
+
   std::string approximation(const ir::Function& fn) const {
     std::string name = lower_ascii(fn.name);
     if (name.find("nystrom") != std::string::npos || name.find("landmark") != std::string::npos)
@@ -205,8 +260,13 @@ class FixPass : private AttentionSyntax {
       }
       if (n.op == "mask") {
         const std::string* kind = str_attr(n, "kind");
+        bool offset = flag(n, "causal") && offset_causal(fn, n);
+        if (offset)
+          notes.push_back("the causal mask of line " + line(n.range) +
+                          " is sliced for cached keys (fewer queries than keys): pass it as attn_mask, since "
+                          "is_causal=True aligns the triangle top-left");
         if (kind && *kind == "additive") {
-          if (flag(n, "causal")) {
+          if (flag(n, "causal") && !offset) {
             causal = true;
             continue;
           }
@@ -217,7 +277,7 @@ class FixPass : private AttentionSyntax {
           t.conditional = conditional(fn, n, t.text);
           terms.push_back(t);
         } else {
-          if (flag(n, "causal")) {
+          if (flag(n, "causal") && !offset) {
             causal = true;
             continue;
           }

@@ -18,6 +18,9 @@ same numbers (tests/unit/python_attention_fix_test.cpp checks the fix text):
   SDPA needs one dtype and how the numbers then differ;
 - BLIP's ViT attention, whose probabilities are saved for Grad-CAM only under
   `if register_hook:` (an opt-in visualization, not what SDPA must return).
+- a KV-cache decode whose causal mask is sliced from the cache position: attn_mask=~mask
+  (is_causal=True would align the triangle top-left, wrong when queries are fewer than
+  keys); nanoGPT's mask cut from row 0 (`bias[:, :, :t, :t]`): is_causal=True.
 Not expected (near misses, marked ok: reported only as demoted info, hidden by default):
 - GPT-1's `w * b - 1e4 * (1 - b)` causal mask: a subtraction mlsem does not rewrite;
 - attention sinks: the scores also feed a logsumexp (SDPA does not return it);
@@ -415,3 +418,49 @@ class Fp32ScoresAttention(nn.Module):
         scores = torch.matmul(q, k.transpose(-1, -2)) / self.scale_attn
         probs = scores.softmax(dim=-1).to(v.dtype)
         return torch.matmul(probs, v)  # expect: ATT001
+
+
+class CachedCausalAttention(nn.Module):
+    """A GPT with a KV cache: on a decode step the queries are the last rows of the causal
+    mask, so the mask is sliced from the cache position, not from row 0."""
+
+    def __init__(self, dim, heads, context_length):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+        self.cache_k = None
+        self.cache_v = None
+        self.pos = 0
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.cache_k is not None:
+            k = torch.cat([self.cache_k, k], dim=2)
+            v = torch.cat([self.cache_v, v], dim=2)
+        self.cache_k, self.cache_v = k, v
+        mask_bool = self.mask.bool()[self.pos:self.pos + t, :k.shape[-2]]
+        self.pos += t
+        scores = q @ k.transpose(-2, -1)
+        scores.masked_fill_(mask_bool, -torch.inf)
+        probs = torch.softmax(scores / k.shape[-1] ** 0.5, dim=-1)
+        return probs @ v  # expect: ATT001
+
+
+class TruncatedCausalAttention(nn.Module):
+    """nanoGPT: the causal mask cut to the sequence from row 0: is_causal=True is the same."""
+
+    def __init__(self, dim, heads, block_size):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        return att @ v  # expect: ATT001

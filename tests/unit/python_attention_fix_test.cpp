@@ -69,6 +69,12 @@ TEST_F(AttentionFix, FixesComputeTheSameNumbers) {
        "out = F.scaled_dot_product_attention(q, k, v)  # q, k, v: the operands of lines " +
            line_of("attention_sdpa_fixes.py", "self.matmul_qk(q") + " and " +
            line_of("attention_sdpa_fixes.py", "self.matmul_qkv(probs") + " laid out as (batch, heads, length, head_dim)"},
+      {"CachedCausalAttention",
+       "out = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask_bool)  # the causal mask of line " +
+           line_of("attention_sdpa_fixes.py", "scores.masked_fill_(mask_bool") +
+           " is sliced for cached keys (fewer queries than keys): pass it as attn_mask, since is_causal=True aligns "
+           "the triangle top-left"},
+      {"TruncatedCausalAttention", "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)"},
   };
   want["t5_attention"] = "";
   for (const Finding& f : fs)
