@@ -381,6 +381,22 @@ bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
   return false;
 }
 
+// The step-interval condition (`batches_done % sample_interval == 0`) of the `if` that
+// holds the call `n` inside a loop, or empty: the call runs every N steps.
+std::string interval_guard(const Syntax& S, const SourceFile& f, TSNode n) {
+  std::string guard;
+  for (TSNode child = n, p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.function_definition || k == S.class_definition) return {};
+    if (k == S.for_statement || k == S.while_statement) return guard;
+    if (k == S.if_statement && guard.empty() && ts_node_eq(field(p, S.f_consequence), child)) {
+      std::string_view c = text_of(field(p, S.f_condition), f.text);
+      if (contains(c, "%")) guard = std::string(c);
+    }
+  }
+  return {};
+}
+
 // Evaluation, validation and generation loops that call a model with autograd on: an
 // `eval_loop` node at the first model call of each such loop. The function is named
 // like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
@@ -411,7 +427,16 @@ void annotate_eval_loops(const FileFacts& c) {
     while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = ts_node_parent(def);
     if (ts_node_is_null(def) || grad_off_at(S, file, def)) continue;
     bool called_off = false;
-    each_call_to(S, file, root, name, [&](TSNode call, std::string_view) { called_off |= grad_off_at(S, file, call); });
+    size_t calls = 0;
+    std::string every;  // the step interval every call runs under, if all do
+    bool every_call = true;
+    each_call_to(S, file, root, name, [&](TSNode call, std::string_view) {
+      called_off |= grad_off_at(S, file, call);
+      ++calls;
+      std::string g = interval_guard(S, file, call);
+      if (g.empty()) every_call = false;
+      else if (every.empty()) every = g;
+    });
     if (called_off) continue;
     std::vector<std::string> models = model_names(fn_text, ".eval()");
     for (const ir::Region& reg : fn.regions) {
@@ -435,6 +460,7 @@ void annotate_eval_loops(const FileFacts& c) {
       node.attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
       if (!named) node.attrs["eval_mode_only"] = true;
       if (fn.name.find('.') != std::string::npos) node.attrs["method"] = true;
+      if (calls > 0 && every_call) node.attrs["every_n_steps"] = every;
     }
   }
 }
