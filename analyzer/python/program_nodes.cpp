@@ -75,6 +75,28 @@ bool in_memory_dataset(const Syntax& S, const SourceFile& f, TSNode root, std::s
   return false;
 }
 
+// Whether the loader the call `loader_call` builds (`name = DataLoader(...)`) is only ever
+// read for one batch outside any loop: every later mention of the name is
+// `next(iter(name))` (a fixed batch fetched once, to sample or plot).
+bool one_batch_loader(const Syntax& S, const SourceFile& f, TSNode root, TSNode loader_call) {
+  TSNode a = ts_node_parent(loader_call);
+  if (ts_node_is_null(a) || ts_node_symbol(a) != S.assignment) return false;
+  TSNode left = field(a, S.f_left);
+  if (ts_node_is_null(left) || ts_node_symbol(left) != S.identifier) return false;
+  size_t uses = 0;
+  for (TSNode id : identifiers_named(root, f.text, text_of(left, f.text), S.identifier, ts_node_end_byte(a))) {
+    TSNode args = ts_node_parent(id), iter = ts_node_is_null(args) ? args : ts_node_parent(args);
+    TSNode args2 = ts_node_is_null(iter) ? iter : ts_node_parent(iter), next = ts_node_is_null(args2) ? args2 : ts_node_parent(args2);
+    if (ts_node_is_null(next) || ts_node_symbol(iter) != S.call || ts_node_symbol(next) != S.call ||
+        text_of(field(iter, S.f_function), f.text) != "iter" || text_of(field(next, S.f_function), f.text) != "next")
+      return false;
+    for (TSNode p = ts_node_parent(next); !ts_node_is_null(p); p = ts_node_parent(p))
+      if (ts_node_symbol(p) == S.for_statement || ts_node_symbol(p) == S.while_statement) return false;
+    ++uses;
+  }
+  return uses > 0;
+}
+
 // DataLoader(...) calls in a file that trains on a GPU: a `data_loader` node each, in the
 // innermost function holding it, with what the call leaves at its slow default.
 void annotate_data_loaders(const FileFacts& c) {
@@ -104,6 +126,7 @@ void annotate_data_loaders(const FileFacts& c) {
     if (workers.empty() || workers == "0") node->attrs["no_workers"] = true;
     if (pin.empty() || pin == "False") node->attrs["no_pin_memory"] = true;
     if (node->attrs.count("no_pin_memory") && !node->attrs.count("no_workers")) node->attrs["pin_only"] = true;
+    if (one_batch_loader(S, file, root, n)) node->attrs["one_batch"] = true;
   });
 }
 

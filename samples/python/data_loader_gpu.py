@@ -5,7 +5,8 @@ Expected findings:
 Not expected: DAT001 on the loader with workers and pinned memory, on the one whose
 settings come from **kwargs, on the one configured from the command line, and (at the
 default --min-confidence) on the evaluation loader that has workers but no pinned memory
-(its workers already load ahead; pinning alone saves a staging copy), and on loaders of
+(its workers already load ahead; pinning alone saves a staging copy), on a loader read for
+one fixed batch with next(iter(...)) outside any loop, and on loaders of
 in-memory datasets: a TensorDataset, a replay buffer, and a class whose __getitem__ only
 indexes what __init__ built. A dataset that reads its files in __getitem__ is still
 reported.
@@ -25,6 +26,8 @@ def train(model, train_set, val_set, args, loader_kwargs, epochs=10):
     fast_loader = DataLoader(train_set, batch_size=256, num_workers=8, pin_memory=True)  # ok: DAT001
     kw_loader = DataLoader(train_set, **loader_kwargs)  # ok: DAT001
     cli_loader = DataLoader(train_set, num_workers=args.workers, pin_memory=args.pin)  # ok: DAT001
+    sample_loader = DataLoader(val_set, batch_size=16, shuffle=True)  # ok: DAT001
+    fixed_images, _ = next(iter(sample_loader))
     for epoch in range(epochs):
         for images, labels in train_loader:
             images, labels = images.to(device), labels.to(device)
@@ -32,7 +35,7 @@ def train(model, train_set, val_set, args, loader_kwargs, epochs=10):
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-    return model, val_loader, fast_loader, kw_loader, cli_loader
+    return model, val_loader, fast_loader, kw_loader, cli_loader, fixed_images
 
 
 class RandomPairs(Dataset):
