@@ -419,13 +419,18 @@ bool shape_sync(const Syntax& S, const SourceFile& f, TSNode n) {
 
 // `torch.cuda.synchronize()`; a barrier (`dist.barrier()`, accelerate's
 // `wait_for_everyone()`); an AMP scaler's `scaler.step(optimizer)`, which reads found_inf
-// back to skip a step with infinite gradients.
+// back to skip a step with infinite gradients; the step of an optimizer in a file that wraps
+// one in apex's LARC, whose step tests each parameter's norms on the host
+// (`if param_norm != 0 and grad_norm != 0`).
 bool explicit_wait(const Syntax& S, const SourceFile& f, TSNode n) {
   if (ts_node_symbol(n) != S.call) return false;
   std::string_view callee = text_of(field(n, S.f_function), f.text);
   std::string_view last = last_part(callee);
   if (last == "synchronize" || last == "barrier" || last == "wait_for_everyone") return true;
-  return last == "step" && last != callee && contains(lower_ascii(callee.substr(0, callee.size() - 5)), "scaler");
+  if (last != "step" || last == callee) return false;
+  std::string_view receiver = callee.substr(0, callee.size() - 5);
+  if (contains(lower_ascii(receiver), "scaler")) return true;
+  return contains(f.text, "LARC(") && is_optimizer_name(receiver);
 }
 
 // The condition of a finiteness check that aborts (`if torch.isnan(loss): raise`, `if not
