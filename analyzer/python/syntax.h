@@ -24,6 +24,32 @@ extern "C" TSNode mlsem_ts_first_child(TSNode node);
 
 namespace mlsem::python {
 
+// ts_node_parent(n), memoized while a ParentMemo is open for n's tree on this thread
+// (python/parent_memo.cpp): the runtime descends from the root for every call, and the
+// passes after lowering walk up from the same nodes many times. build_ir opens one for
+// the file's passes; elsewhere the runtime answers. Every file that includes this header
+// gets it through the macro below.
+TSNode parent_of(TSNode n);
+
+class ParentMemo {
+ public:
+  // `tree` must outlive the memo; one memo per thread at a time (a nested one replaces
+  // the outer one's entries).
+  explicit ParentMemo(const TSTree* tree);
+  ~ParentMemo();
+  ParentMemo(const ParentMemo&) = delete;
+  ParentMemo& operator=(const ParentMemo&) = delete;
+
+ private:
+  const TSTree* previous_;
+};
+
+}  // namespace mlsem::python
+
+#define ts_node_parent(n) ::mlsem::python::parent_of(n)
+
+namespace mlsem::python {
+
 struct Syntax {
   // Node kinds.
   TSSymbol module, function_definition, class_definition, decorated_definition, decorator, block,

@@ -309,4 +309,91 @@ TEST(TsChildren, MatchesTheCursorOnAOneMegabyteLine) {
   check_tree(args, "a 1 MB argument list");
 }
 
+// ts_node_parent inside a ParentMemo (python/parent_memo.cpp) against the runtime's own
+// (the parenthesized name is the function, not syntax.h's macro) at every node of the
+// tree, visited last node first (a deep node's descent records its ancestors' parents,
+// looked up afterwards) and then first node first, each order with a fresh memo.
+size_t check_parents(const std::string& source, const std::string& where) {
+  std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
+  EXPECT_TRUE(ts_parser_set_language(parser.get(), python()));
+  std::unique_ptr<TSTree, TreeDeleter> tree(
+      ts_parser_parse_string(parser.get(), nullptr, source.data(), static_cast<uint32_t>(source.size())));
+  if (!tree) {
+    ADD_FAILURE() << where << ": no tree";
+    return 0;
+  }
+  std::vector<TSNode> nodes;
+  {
+    Cursor cur(ts_tree_root_node(tree.get()));
+    for (;;) {
+      nodes.push_back(ts_tree_cursor_current_node(&cur.c));
+      if (ts_tree_cursor_goto_first_child(&cur.c)) continue;
+      bool next = false;
+      while (!(next = ts_tree_cursor_goto_next_sibling(&cur.c)))
+        if (!ts_tree_cursor_goto_parent(&cur.c)) break;
+      if (!next) break;
+    }
+  }
+  std::vector<TSNode> want;
+  want.reserve(nodes.size());
+  for (TSNode n : nodes) want.push_back((ts_node_parent)(n));
+  int failures = 0;
+  for (bool backwards : {true, false}) {
+    mlsem::python::ParentMemo memo(tree.get());
+    for (size_t k = 0; k < nodes.size() && failures <= 5; ++k) {
+      size_t i = backwards ? nodes.size() - 1 - k : k;
+      for (int twice = 0; twice < 2; ++twice) {  // the descent, then the memo
+        TSNode got = ts_node_parent(nodes[i]);
+        bool ok = ts_node_is_null(want[i]) ? ts_node_is_null(got) : same(got, want[i]);
+        if (!ok && ++failures <= 5)
+          ADD_FAILURE() << where << (backwards ? " (last first)" : " (first first)") << ": parent of "
+                        << describe(nodes[i]) << ": memo gave " << describe(got) << ", ts_node_parent "
+                        << describe(want[i]);
+      }
+    }
+  }
+  // Outside a memo, and for another tree than the memo's, the runtime answers.
+  std::unique_ptr<TSTree, TreeDeleter> other(ts_tree_copy(tree.get()));
+  mlsem::python::ParentMemo memo(other.get());
+  if (nodes.size() > 1) EXPECT_TRUE(same(ts_node_parent(nodes.back()), want.back())) << where;
+  return nodes.size();
+}
+
+TEST(ParentMemo, MatchesTheRuntimeAtEveryNodeOfEverySample) {
+  const std::filesystem::path root = std::filesystem::path(MLSEM_SOURCE_DIR) / "samples" / "python";
+  size_t files = 0, nodes = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || e.path().extension() != ".py") continue;
+    ++files;
+    nodes += check_parents(read_file(e.path()), e.path().lexically_relative(root).string());
+  }
+  EXPECT_GE(files, 50u);
+  EXPECT_GT(nodes, 50000u);
+}
+
+TEST(ParentMemo, MatchesTheRuntimeOnSyntaxErrorsAndNesting) {
+  const std::vector<std::string> sources = {
+      "def f(x:\n    return x\n\ndef g(y):\n    return y.exp()\n",
+      "x = foo(1, 2\ny = [3, 4\nz = {5: \n",
+      "class :\n  pass\n",
+      "if x\n    y = 1\nelse\n    y = 2\n",
+      "x = 'unterminated\ny = \"\"\"also\n",
+      "@@@ )))] }}} ::: lambda lambda : :\n",
+      "import\nfrom . import\nfrom x import (a, b,\n",
+      "for in range(3):\n  pass\nwhile:\n  break\n",
+      "match x:\n  case [1, *rest] if :\n    pass\n  case {\"k\": v, **kw}:\n",
+      "x = f\"{a!r:>{w}} {b=} {\"\n",
+      "if x: y = 1; z = 2\nwhile y: pass\nfor i in r: continue\n",
+      "with open(f) as fh, g() as (a, b): pass\n",
+      "x = 1\n\xff\xfe = 2\ny = 3\n",
+      "def f():\n    pass\n\n\n",
+      "x = " + std::string(300, '(') + "y" + std::string(300, ')') + "\n",
+      "x = " + std::string(300, '(') + "y\nz = 1\n",
+      std::string("x = 1\n\0y = 2\n", 13),
+  };
+  size_t nodes = 0;
+  for (const std::string& s : sources) nodes += check_parents(s, "source " + s.substr(0, 60));
+  EXPECT_GT(nodes, 1000u);
+}
+
 }  // namespace
