@@ -22,8 +22,10 @@ inline std::string lower_ascii(std::string_view s) {
 }
 
 // A byte that can be part of a Python identifier (letters, digits, `_`, any byte of a
-// UTF-8 sequence).
-inline bool word_byte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
+// UTF-8 sequence). What std::isalnum says in the "C" locale, without a library call.
+inline bool word_byte(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
+}
 
 // Byte offsets in [from, to) where `name` stands as a whole word, in order.
 inline std::vector<uint32_t> word_offsets(std::string_view text, std::string_view name, size_t from = 0,
