@@ -242,9 +242,19 @@ std::optional<std::string> readme_torch_pin_in(std::string_view raw) {
       size_t i = at + 5;
       if (i < t.size() && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_' || t[i] == '-' || t[i] == '.'))
         continue;  // torchvision, torch_npu, pytorch-lightning, torch.compile
-      // `PyTorch 1.12`, `torch==1.8.1`, `PyTorch >= 1.13`, `PyTorch version 1.7.1`, `torch v2.0`.
+      // `PyTorch 1.12`, `torch==1.8.1`, `PyTorch >= 1.13`, `PyTorch version 1.7.1`, `torch v2.0`,
+      // `[PyTorch](http://pytorch.org) install = 1.4.0` (a Markdown link, then a word).
+      if (i < t.size() && t[i] == ']') {
+        ++i;
+        if (i < t.size() && t[i] == '(') {
+          size_t close = t.find(')', i);
+          if (close == std::string_view::npos) continue;
+          i = close + 1;
+        }
+      }
       while (i < t.size() && t[i] == ' ') ++i;
       if (t.substr(i).starts_with("version")) i += 7;
+      else if (t.substr(i).starts_with("install")) i += 7;
       while (i < t.size() && (t[i] == ' ' || t[i] == ':')) ++i;
       std::string_view op;
       for (std::string_view o : {"==", ">=", "\u2265", "~=", "=", ">"})  // U+2265: the sign >=

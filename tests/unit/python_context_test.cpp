@@ -302,6 +302,9 @@ TEST(TorchVersion, WhatAReadmeStatesTheCodeNeeds) {
   EXPECT_EQ(readme_torch_pin_in("# Model\nThis code was tested on PyTorch 1.10 and CUDA 11.3.\n").value_or("-"), "1.10");
   EXPECT_EQ(readme_torch_pin_in("Then install PyTorch 1.5+ and torchvision 0.6+.\n").value_or("-"), "1.5");
   EXPECT_EQ(readme_torch_pin_in("- Linux, Python \u2265 3.10, PyTorch \u2265 2.5.1\n").value_or("-"), "2.5");
+  EXPECT_EQ(readme_torch_pin_in("## Requirements\n- Python 3.6\n- [PyTorch](http://pytorch.org) install = 1.4.0\n")
+                .value_or("-"),
+            "1.4");
   EXPECT_EQ(readme_torch_pin_in("## Requirements\n\n- PyTorch 1.3.1\n- CUDA 10.1\n").value_or("-"), "1.3");
   EXPECT_EQ(readme_torch_pin_in("Developed with python version 3.6, PyTorch version 1.7.1.\n"
                                 "We could not reproduce the results with pytorch 1.8.1 yet, please use 1.7.1.\n")
