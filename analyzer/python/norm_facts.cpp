@@ -131,9 +131,13 @@ void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out) {
 // Marks the Linear and Conv layers with a bias in a file that loads published weights
 // (`checkpoint_names`): dropping a parameter breaks loading those checkpoints strictly.
 // Also marks a biased layer applied more than once in a function (`shared_module`): a
-// bias that one BatchNorm cancels may matter where the layer's other output goes.
+// bias that one BatchNorm cancels may matter where the layer's other output goes; and, in a
+// file that trains on a dataset of 28x28 or 32x32 images (`toy_data`: MNIST, CIFAR, SVHN),
+// every biased layer: its activations are small, so the bias's add costs little.
 void add_layer_facts(const SourceFile& file, ir::Module& out) {
   int loads = -1;  // read the text only when a biased layer is there
+  std::string toy;
+  bool toy_read = false;
   for (ir::Function& fn : out.functions) {
     std::map<std::string, int> applied;  // module path -> calls in this function
     for (const ir::Node& n : fn.nodes)
@@ -145,6 +149,12 @@ void add_layer_facts(const SourceFile& file, ir::Module& out) {
       if (!bias || !std::get_if<bool>(bias) || !std::get<bool>(*bias)) continue;
       if (loads < 0) loads = loads_weights(file.text);
       if (loads) n.attrs["checkpoint_names"] = true;
+      if (!toy_read) {
+        toy_read = true;
+        for (std::string_view d : {"FashionMNIST", "KMNIST", "MNIST", "CIFAR100", "CIFAR10", "SVHN"})
+          if (toy.empty() && contains(file.text, std::string(d) + "(")) toy = d;
+      }
+      if (!toy.empty()) n.attrs["toy_data"] = toy;
       const ir::Attr* m = n.attr("module");
       if (m && std::get_if<std::string>(m) && applied[std::get<std::string>(*m)] > 1) n.attrs["shared_module"] = true;
     }
