@@ -104,7 +104,7 @@ int analyze(const std::vector<std::string>& args, const char* argv0) {
                                                 [&](const char* k) { return kind == k; });
       if (!known)
         throw UsageError("analyze", "--keep-context: unknown context '" + kind +
-                                        "' (test, reference, parity, fallback, returns-weights, cold, unused, modular, variant, comparison, compiled, vendored, example, env-bound, all)");
+                                        "' (test, reference, parity, fallback, returns-weights, cold, unused, modular, variant, comparison, compiled, vendored, example, env-bound, configured, all)");
       options.keep_contexts.insert(kind);
     }
   }

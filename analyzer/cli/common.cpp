@@ -70,7 +70,7 @@ rules:
                           test, reference, parity, fallback, returns-weights, cold,
                           unused, modular, variant, comparison,
                           compiled, vendored, example, env-bound,
-                          or all)
+                          configured, or all)
 configuration:
   --config FILE           use this mlsem.toml / pyproject.toml for every file
   --isolated              ignore every configuration file

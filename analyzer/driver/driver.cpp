@@ -348,13 +348,16 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   for (const Rule& rule : engine.rules()) {
     if (!kept("compiled") && lists(rule, "compiled")) pass.compiled_rules.insert(rule.id);
     if (!kept("fallback") && lists(rule, "fallback")) pass.fallback_rules.insert(rule.id);
+    if (!kept("configured") && !rule.configured_by.empty()) pass.configured_by[rule.id] = rule.configured_by;
   }
-  if (pass.unused || pass.examples || !pass.compiled_rules.empty() || !pass.fallback_rules.empty()) {
+  if (pass.unused || pass.examples || !pass.compiled_rules.empty() || !pass.fallback_rules.empty() ||
+      !pass.configured_by.empty()) {
     driver::Demoted demoted = driver::demote_by_project(report.findings, pass);
-    if (demoted.unused + demoted.fallback + demoted.compiled + demoted.example > 0 && !options.show_demoted)
+    if (demoted.unused + demoted.fallback + demoted.compiled + demoted.example + demoted.configured > 0 &&
+        !options.show_demoted)
       std::erase_if(report.findings, [&](const Finding& f) {
         return (f.context_kind == "unused" || f.context_kind == "fallback" || f.context_kind == "compiled" ||
-                f.context_kind == "example") &&
+                f.context_kind == "example" || f.context_kind == "configured") &&
                !f.context.empty() && f.confidence < min_confidence_for(f.path, options);
       });
   }

@@ -413,6 +413,8 @@ struct Project {
   // default, and where it does behind a switch (the first of each, by path and line).
   std::vector<CompileSite> compiles;          // by default, by path and line
   std::optional<CompileSite> compiles_opt_in;
+  // The settings of ProjectPass::configured_by some Python file mentions: where, first.
+  std::map<std::string, std::string> configured;
 };
 
 // Calls `visit(path, text, python)` for every Python and configuration file of the

@@ -339,8 +339,14 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
   auto compile_candidate = [&](const Finding& f) {
     return f.context.empty() && f.path.ends_with(".py") && pass.compiled_rules.count(f.rule);
   };
+  auto configured_candidate = [&](const Finding& f) {
+    return f.context.empty() && f.path.ends_with(".py") && pass.configured_by.count(f.rule);
+  };
+  std::set<std::string> settings;  // every rule's, looked for in every file read
+  for (const auto& [rule, s] : pass.configured_by) settings.insert(s.begin(), s.end());
   for (const Finding& f : findings) {
-    if (compile_candidate(f) || (f.context.empty() && f.path.ends_with(".py") && pass.fallback_rules.count(f.rule)))
+    if (compile_candidate(f) || configured_candidate(f) ||
+        (f.context.empty() && f.path.ends_with(".py") && pass.fallback_rules.count(f.rule)))
       by_file[f.path];
     if (!pass.unused || !f.context.empty() || f.function.empty() || f.function == "<module>" || !f.path.ends_with(".py"))
       continue;
@@ -379,6 +385,17 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
   for (auto& [root, project] : projects) {
     auto each = [&](const std::string& file, std::string_view text, bool python) {
       if (python) note_compiles(root, file, text, project);
+      if (python)
+        for (const std::string& s : settings) {
+          if (project.configured.count(s)) continue;
+          for (size_t at = text.find(s); at != std::string_view::npos; at = text.find(s, at + 1)) {
+            size_t line_start = text.rfind('\n', at) + 1;  // npos + 1 == 0
+            size_t first = text.find_first_not_of(" \t", line_start);
+            if (first < at && text[first] == '#') continue;  // a comment
+            project.configured[s] = where_in(root, file, std::count(text.begin(), text.begin() + at, '\n'));
+            break;
+          }
+        }
       fallbacks.scan(root, file, text, python);
       if (flags) flags->scan(root, file, text, python);
     };
@@ -432,6 +449,20 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
     ++demoted.unused;
   }
   demoted.fallback = fallbacks.demote(findings, read, pass.unused);
+  for (Finding& f : findings) {
+    if (!configured_candidate(f)) continue;
+    auto r = root_of.find(f.path);
+    if (r == root_of.end() || !read.count(r->second)) continue;
+    const Project& project = projects[r->second];
+    for (const std::string& s : pass.configured_by.find(f.rule)->second)
+      if (auto c = project.configured.find(s); c != project.configured.end()) {
+        std::string name = s;
+        while (!name.empty() && (name.back() == '=' || name.back() == ' ')) name.pop_back();
+        demote(f, "configured", "configured: the project sets `" + name + "` itself (" + c->second + "), for every script");
+        ++demoted.configured;
+        break;
+      }
+  }
   if (flags) demoted.unused += flags->demote(read);
   for (Finding& f : findings) {
     if (!compile_candidate(f)) continue;

@@ -45,10 +45,14 @@ struct ProjectPass {
   // (`if fusion: MixedFusedRMSNorm else: RMSNorm`), or as `unused` where only subclasses
   // that override the finding's method name it (their demote_in lists `fallback`).
   std::set<std::string, std::less<>> fallback_rules;
+  // Rules (their `configured_by`) whose findings are demoted as `configured` where a Python
+  // file of the project mentions one of the settings: the project makes that choice in
+  // one place (a setup module), not in each script.
+  std::map<std::string, std::vector<std::string>, std::less<>> configured_by;
 };
 
 struct Demoted {
-  size_t unused = 0, fallback = 0, compiled = 0, example = 0;
+  size_t unused = 0, fallback = 0, compiled = 0, example = 0, configured = 0;
 };
 
 // Demotes the findings of `findings` in the project's demonstrations, then those that sit

@@ -64,6 +64,10 @@ struct Rule {
   std::vector<std::string> demote_in = {"test", "reference", "parity", "fallback", "cold", "comparison", "env-bound"};
   // The oldest torch whose API the fix uses ("2.4"); empty: any.
   std::string requires_torch;
+  // Settings a project makes in one place for every script (`cudnn.benchmark`): a finding
+  // that a file leaves one unset is demoted as `configured` when any Python file of its
+  // project mentions it (the cross-file pass, driver/references.h).
+  std::vector<std::string> configured_by;
   std::string level;      // optimization level of the fix: "library" | "torch-compile" | "triton" | "cuda" | ""
   RuleDocs docs;
   std::string file;
@@ -82,7 +86,8 @@ void demote(Finding& f, std::string kind, std::string why);
 // Context kinds the engine knows (docs/PATTERNS.md, "Context").
 inline constexpr const char* kContextKinds[] = {"test",   "reference", "parity",  "fallback", "returns-weights",
                                                 "cold",   "unused",    "modular", "variant",
-                                                "comparison", "compiled", "vendored", "example", "env-bound"};
+                                                "comparison", "compiled", "vendored", "example", "env-bound",
+                                                "configured"};
 // Kinds that demote a finding of any rule, whatever its `demote_in`: a modular source's
 // code is reported in the file generated from it, dead code runs for no one, vendored
 // code is maintained upstream, and a demonstration's speed is not its point.

@@ -450,7 +450,8 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
     if (!doc) continue;
     const toml::table& t = *doc;
     r.only_keys(t, {"id", "name", "status", "language", "concept", "severity", "patterns", "message", "fix", "kernel",
-                    "supersedes", "per_function", "related", "demote_in", "requires_torch", "level", "docs"},
+                    "supersedes", "per_function", "related", "demote_in", "requires_torch", "configured_by", "level",
+                    "docs"},
                 "a rule file");
     size_t errors_before = r.error_count();
     Rule rule;
@@ -485,6 +486,9 @@ void load_rules(const fs::path& data_dir, const std::vector<Concept>& concepts, 
                                        "' (test, reference, parity, fallback, returns-weights, variant)");
     }
     rule.requires_torch = r.str(t, "requires_torch", false, 1);
+    rule.configured_by = r.strs(t, "configured_by", false, 1);
+    for (const auto& s : rule.configured_by)
+      if (s.empty()) r.error(at("configured_by"), "configured_by: an empty setting would match every file");
     if (!rule.requires_torch.empty() && !valid_version(rule.requires_torch))
       r.error(at("requires_torch"), "requires_torch must be a version such as \"2.4\"");
     if (!rule.fix.empty()) {

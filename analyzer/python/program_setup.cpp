@@ -1,6 +1,8 @@
 // The nodes of the training rules that judge how a script sets up its run, not a step
 // (docs/IR.md, "Program facts"): single-process nn.DataParallel (`data_parallel`), a GPU
-// training loop with no reduced precision anywhere in the file (`fp32_training`), and the
+// training loop with no reduced precision anywhere in the file (`fp32_training`), a
+// convolutional network trained on fixed-size images with cuDNN's autotuner off
+// (`cudnn_autotune_off`), and the
 // biased layers of files whose parameter names published checkpoints fix.
 #include <cctype>
 #include <map>
@@ -232,13 +234,64 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
   }
 }
 
+// A training script (`__main__` or argparse) that trains a convolutional network on
+// images of one size and leaves cuDNN's autotuner off: a `cudnn_autotune_off` node at the
+// first model call of its first training loop. A convolutional network: the file builds
+// Conv2d/Conv3d layers or a torchvision or timm model. Images of one size: a fixed-size
+// crop or resize, or a dataset of fixed-size images (ImageFolder with such a transform,
+// CIFAR, MNIST). Not when the file sets cudnn.benchmark either way or asks for
+// deterministic algorithms (a choice), nor with multi-scale training (shapes change).
+void annotate_cudnn_autotune(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  std::string_view t = file.text;
+  if (!contains(t, "__main__") && !contains(t, "argparse")) return;
+  // Whether `w` is written in the code, not only in a comment or docstring.
+  auto in_code = [&](std::string_view text, std::string_view w) {
+    for (size_t at = text.find(w); at != std::string_view::npos; at = text.find(w, at + 1)) {
+      TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(at), static_cast<uint32_t>(at + w.size()));
+      if (!ts_node_is_null(n) && !prose(S, n)) return true;
+    }
+    return false;
+  };
+  for (std::string_view w : {"cudnn.benchmark", "cudnn.deterministic", "use_deterministic_algorithms"})
+    if (in_code(t, w)) return;
+  std::string lower = lower_ascii(t);
+  for (std::string_view w : {"multiscale", "multi_scale", "multi-scale", "random_size", "random_resize"})
+    if (in_code(lower, w)) return;
+  std::string_view conv;
+  for (std::string_view w : {"Conv2d(", "Conv3d(", "torchvision.models", "import models", "timm.create_model",
+                             "models.__dict__"})
+    if (conv.empty() && in_code(t, w)) conv = w;
+  if (conv.empty()) return;
+  std::string_view fixed;
+  for (std::string_view w : {"RandomResizedCrop(", "RandomCrop(", "CenterCrop(", "Resize(", "CIFAR10(", "CIFAR100(",
+                             "MNIST(", "SVHN("})
+    if (fixed.empty() && in_code(t, w)) fixed = w;
+  if (fixed.empty()) return;
+  for (ir::Function& fn : out.functions) {
+    if (!fn.range.valid()) continue;
+    for (const ir::Region& reg : fn.regions) {
+      if (reg.kind != "loop" || !reg.range.valid() || !flag_of(reg, "innermost_training")) continue;
+      if (reg.range.begin_byte < fn.range.begin_byte || reg.range.end_byte > fn.range.end_byte) continue;
+      std::vector<std::string> models = model_names(file.slice(fn.range), ".train()");
+      TSNode at = first_model_call(S, file, root, models, reg.range.begin_byte, reg.range.end_byte, false);
+      if (ts_node_is_null(at)) continue;
+      ir::Node* node = add_node(out, range_of(at), "cudnn_autotune_off");
+      if (!node) continue;
+      node->attrs["conv"] = std::string(conv.substr(0, conv.find('(')));
+      node->attrs["fixed_size"] = std::string(fixed.substr(0, fixed.find('(')));
+      return;  // once per file: a setting of the whole run
+    }
+  }
+}
+
 }  // namespace
 
 void annotate_setup(const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file, bool trains) {
   const Syntax& S = Syntax::get();
-  if (!gpu_file || !trains) return;  // both rules are about scripts that train on a GPU
+  if (!gpu_file || !trains) return;  // the rules here are about scripts that train on a GPU
   annotate_data_parallel(S, file, root, out);
   annotate_fp32_training(S, file, root, out);
+  annotate_cudnn_autotune(S, file, root, out);
 }
 
 }  // namespace mlsem::python::program

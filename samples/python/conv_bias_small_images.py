@@ -3,6 +3,8 @@
 Its convolutions keep their default bias before BatchNorm2d, but the images are 32x32:
 the activations are small, so the bias's add and its gradient's reduction cost little.
 
+Expected findings:
+- PRC002 in the training loop: fixed 32x32 inputs, and cudnn.benchmark is never set.
 Not expected: LAY001 at the default --min-confidence (reported below it, saying why).
 """
 
@@ -34,7 +36,7 @@ if __name__ == "__main__":
     opt = torch.optim.Adam(model.parameters(), lr=2e-4, fused=True)
     for imgs, _ in loader:
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(imgs.cuda(non_blocking=True)).mean()
+            loss = model(imgs.cuda(non_blocking=True)).mean()  # expect: PRC002
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

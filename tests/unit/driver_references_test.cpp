@@ -472,5 +472,85 @@ TEST_F(DriverReferences, DemonstrationsAreDemoted) {
   }
 }
 
+TEST_F(DriverReferences, ASettingTheProjectMakesInOnePlaceDemotesPrc002) {
+  // A classifier script that never sets cudnn.benchmark (PRC002 fires), in a project whose
+  // setup module may set it for every script.
+  const std::string script = R"(import argparse
+import torch
+import torch.nn.functional as F
+import torchvision
+from torchvision import transforms
+
+from setup_utils import init_run
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    args = parser.parse_args()
+    init_run(args)
+    tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.ToTensor()])
+    loader = make_loader(tf)
+    model = torchvision.models.resnet50().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for images, labels in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images.cuda(non_blocking=True)), labels.cuda(non_blocking=True))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+)";
+  auto prc002 = [](const Report& r) -> const Finding* {
+    for (const Finding& f : r.findings)
+      if (f.rule == "PRC002") return &f;
+    return nullptr;
+  };
+  DriverOptions options;
+  options.show_demoted = true;
+  {
+    TempDir dir;
+    dir.write("pyproject.toml", "[project]\nname = \"cls\"\n");
+    dir.write("train.py", script);
+    // A comment or a docstring that names the setting is not a setting.
+    dir.write("setup_utils.py", "# set torch.backends.cudnn.benchmark = True to autotune\ndef init_run(args):\n    return args\n");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(prc002(r), nullptr);
+    EXPECT_TRUE(prc002(r)->context.empty()) << prc002(r)->context;
+  }
+  {
+    TempDir dir;
+    dir.write("pyproject.toml", "[project]\nname = \"cls\"\n");
+    dir.write("train.py", script);
+    dir.write("setup_utils.py", "import torch\n\n\ndef init_run(args):\n    torch.backends.cudnn.benchmark = True\n");
+    Report r = analyze_paths({dir.path().string()}, engine(), options);
+    ASSERT_NE(prc002(r), nullptr);
+    EXPECT_EQ(prc002(r)->context_kind, "configured");
+    EXPECT_NE(prc002(r)->context.find("sets `cudnn.benchmark` itself (setup_utils.py:5)"), std::string::npos)
+        << prc002(r)->context;
+    // Not shown by default; --keep-context configured reports it again.
+    DriverOptions quiet = options;
+    quiet.show_demoted = false;
+    quiet.min_confidence = kDefaultMinConfidence;
+    EXPECT_EQ(prc002(analyze_paths({dir.path().string()}, engine(), quiet)), nullptr);
+    DriverOptions keep = quiet;
+    keep.keep_contexts = {"configured"};
+    const Finding* kept = prc002(analyze_paths({dir.path().string()}, engine(), keep));
+    ASSERT_NE(kept, nullptr);
+    EXPECT_TRUE(kept->context.empty());
+  }
+  {  // The script sets it itself: no finding at all.
+    TempDir dir;
+    dir.write("pyproject.toml", "[project]\nname = \"cls\"\n");
+    std::string set = script;
+    set.replace(set.find("    init_run(args)\n"), 19, "    init_run(args)\n    torch.backends.cudnn.benchmark = True\n");
+    dir.write("train.py", set);
+    dir.write("setup_utils.py", "def init_run(args):\n    return args\n");
+    EXPECT_EQ(prc002(analyze_paths({dir.path().string()}, engine(), options)), nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace mlsem

@@ -357,7 +357,8 @@ TEST(EngineLoad, ARuleFileWithEveryKindOfMistakeNamesEachLine) {
             "demote_in = [\"nowhere\"]\n"          // 12
             "requires_torch = \"two\"\n"           // 13
             "per_function = \"yes\"\n"             // 14
-            "mesage = \"typo\"\n");                // 15
+            "mesage = \"typo\"\n"                  // 15
+            "configured_by = [\"\"]\n");             // 16
   std::vector<FileError> errors;
   EXPECT_FALSE(Engine::load(dir.path(), errors));
   expect_all(errors, "rules/BAD.toml",
@@ -374,6 +375,7 @@ TEST(EngineLoad, ARuleFileWithEveryKindOfMistakeNamesEachLine) {
               {"requires_torch must be a version", 13},
               {"'per_function' must be true or false", 14},
               {"unknown key 'mesage'", 15},
+              {"configured_by: an empty setting would match every file", 16},
               {"missing [docs] table", 1}});
 }
 
