@@ -240,7 +240,8 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
 // Conv2d/Conv3d layers or a torchvision or timm model. Images of one size: a fixed-size
 // crop or resize, or a dataset of fixed-size images (ImageFolder with such a transform,
 // CIFAR, MNIST). Not when the file sets cudnn.benchmark either way or asks for
-// deterministic algorithms (a choice), nor with multi-scale training (shapes change).
+// deterministic algorithms (a choice), nor with multi-scale training (shapes change), nor
+// for a loop in a method (a library's Trainer class: the switch is its caller's).
 void annotate_cudnn_autotune(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
   std::string_view t = file.text;
   if (!contains(t, "__main__") && !contains(t, "argparse")) return;
@@ -268,7 +269,9 @@ void annotate_cudnn_autotune(const Syntax& S, const SourceFile& file, TSNode roo
     if (fixed.empty() && in_code(t, w)) fixed = w;
   if (fixed.empty()) return;
   for (ir::Function& fn : out.functions) {
-    if (!fn.range.valid()) continue;
+    // A method's loop is a library's trainer (a Trainer class): a process-wide switch is
+    // the calling script's to set.
+    if (!fn.range.valid() || fn.name.find('.') != std::string::npos) continue;
     for (const ir::Region& reg : fn.regions) {
       if (reg.kind != "loop" || !reg.range.valid() || !flag_of(reg, "innermost_training")) continue;
       if (reg.range.begin_byte < fn.range.begin_byte || reg.range.end_byte > fn.range.end_byte) continue;
@@ -279,6 +282,8 @@ void annotate_cudnn_autotune(const Syntax& S, const SourceFile& file, TSNode roo
       if (!node) continue;
       node->attrs["conv"] = std::string(conv.substr(0, conv.find('(')));
       node->attrs["fixed_size"] = std::string(fixed.substr(0, fixed.find('(')));
+      for (std::string_view d : {"FashionMNIST(", "KMNIST(", "MNIST("})
+        if (!node->attrs.count("digits") && in_code(t, d)) node->attrs["digits"] = std::string(d.substr(0, d.size() - 1));
       return;  // once per file: a setting of the whole run
     }
   }
