@@ -684,10 +684,49 @@ void annotate_device_moves(const FileFacts& c) {
 // under `with model.no_sync():` all but the last would not. A `ddp_accumulation` node at
 // the backward() call. Not when the file says no_sync, require_backward_grad_sync
 // (nanoGPT's switch), no_backward_sync (Fabric) or accelerate's accumulate() in code.
+// The command-line option behind a modulo's divisor (`% args.gradient_accumulation_steps`)
+// when the file's argparse gives it a default of 1, as it is spelled there
+// (`--gradient_accumulation_steps`); empty otherwise. A step every iteration unless asked.
+std::string default_one_option(const Syntax& S, const SourceFile& f, TSNode root, std::string_view cond) {
+  size_t mod = cond.find('%');
+  if (mod == std::string_view::npos) return {};
+  size_t b = mod + 1;
+  while (b < cond.size() && cond[b] == ' ') ++b;
+  size_t e = b;
+  while (e < cond.size() && (word_byte(cond[e]) || cond[e] == '.')) ++e;
+  std::string_view divisor = cond.substr(b, e - b);
+  if (divisor.find('.') == std::string_view::npos) return {};
+  std::string_view name = last_part(divisor);
+  std::string found;
+  each_call_to(S, f, root, "add_argument", [&](TSNode call, std::string_view) {
+    TSNode args = field(call, S.f_arguments);
+    if (ts_node_is_null(args) || keyword(S, f, args, "default") != "1") return;
+    for (TSNode a : named_children(args, S.comment)) {
+      if (ts_node_symbol(a) != S.string) continue;
+      std::string flag(text_of(a, f.text));
+      std::string option = flag.size() > 2 ? flag.substr(1, flag.size() - 2) : std::string();
+      std::string bare = option;
+      while (!bare.empty() && bare.front() == '-') bare.erase(bare.begin());
+      for (char& ch : bare)
+        if (ch == '-') ch = '_';
+      if (bare == name && found.empty()) found = option;
+    }
+  });
+  return found;
+}
+
 void annotate_ddp_accumulation(const FileFacts& c) {
   const auto& [S, file, root, out, gpu, trains] = c;
   std::string_view t = file.text;
   if (!trains || (!contains(t, "DistributedDataParallel") && !contains(t, "DDP("))) return;
+  // apex's DistributedDataParallel has no no_sync() (nor require_backward_grad_sync): the
+  // fix does not exist for a file that wraps its model in it alone.
+  bool apex_ddp = contains(t, "apex.parallel import DistributedDataParallel") ||
+                  contains(t, "apex.parallel.DistributedDataParallel(");
+  bool torch_ddp = contains(t, "nn.parallel import DistributedDataParallel") ||
+                   contains(t, "nn.parallel.DistributedDataParallel(") ||
+                   (contains(t, "DDP(") && !contains(t, "apex.parallel import DistributedDataParallel as DDP"));
+  if (apex_ddp && !torch_ddp) return;
   // Named in code (not in comments or strings): the file chooses when to all-reduce.
   for (std::string_view chooses : {"no_sync", "require_backward_grad_sync", "no_backward_sync", "accumulate"})
     if (!identifiers_named(root, t, chooses, S.identifier).empty()) return;
@@ -768,7 +807,11 @@ void annotate_ddp_accumulation(const FileFacts& c) {
           if (!exclusive(bw, other, body)) return;
         found = true;
         ir::Node* node = add_node(out, range_of(bw), "ddp_accumulation");
-        if (node) node->attrs["guard"] = std::string(text_of(field(ts_node_parent(guard), S.f_condition), file.text));
+        if (!node) return;
+        std::string_view cond = text_of(field(ts_node_parent(guard), S.f_condition), t);
+        node->attrs["guard"] = std::string(cond);
+        if (std::string option = default_one_option(S, file, root, cond); !option.empty())
+          node->attrs["steps_by_default"] = option;
       }, body);
       if (found) return;
     }
