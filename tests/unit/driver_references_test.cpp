@@ -537,7 +537,8 @@ if __name__ == "__main__":
     EXPECT_EQ(prc002(analyze_paths({dir.path().string()}, engine(), quiet)), nullptr);
     DriverOptions keep = quiet;
     keep.keep_contexts = {"configured"};
-    const Finding* kept = prc002(analyze_paths({dir.path().string()}, engine(), keep));
+    Report kept_report = analyze_paths({dir.path().string()}, engine(), keep);
+    const Finding* kept = prc002(kept_report);
     ASSERT_NE(kept, nullptr);
     EXPECT_TRUE(kept->context.empty());
   }
