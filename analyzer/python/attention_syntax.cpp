@@ -16,7 +16,7 @@ TSNode AttentionSyntax::exact(const Range& r) const {
   TSNode n = ts_node_descendant_for_byte_range(root_, r.begin_byte, r.end_byte);
   if (ts_node_is_null(n) || ts_node_start_byte(n) != r.begin_byte || ts_node_end_byte(n) != r.end_byte) return TSNode{};
   while (true) {
-    TSNode p = ts_node_parent(n);
+    TSNode p = parent_of(n);
     if (ts_node_is_null(p) || ts_node_start_byte(p) != r.begin_byte || ts_node_end_byte(p) != r.end_byte ||
         ts_node_symbol(p) == S.block || ts_node_symbol(p) == S.module)
       break;

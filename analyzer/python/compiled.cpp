@@ -20,7 +20,7 @@ bool script_decorator(std::string_view t) { return t == "torch.jit.script" || t.
 // the classes and functions around it, outermost first (Class.method, make.inner).
 std::string qualified_name(const Syntax& S, const SourceFile& f, TSNode def) {
   std::string name(text_of(field(def, S.f_name), f.text));
-  for (TSNode p = ts_node_parent(def); !ts_node_is_null(p); p = ts_node_parent(p))
+  for (TSNode p = parent_of(def); !ts_node_is_null(p); p = parent_of(p))
     if (ts_node_symbol(p) == S.class_definition || ts_node_symbol(p) == S.function_definition)
       name = std::string(text_of(field(p, S.f_name), f.text)) + "." + name;
   return name;

@@ -372,7 +372,7 @@ class ContextStage {
           std::string_view kt = ts_node_is_null(key) ? std::string_view{} : text(key);
           if ((kt == "\"eager\"" || kt == "'eager'") && !ts_node_is_null(value) && sym(value) == S.identifier &&
               defined_here(text(value)) &&
-              (table_has_sdpa(ts_node_parent(n)) || contains(src_, "_supports_sdpa = True")))
+              (table_has_sdpa(parent_of(n)) || contains(src_, "_supports_sdpa = True")))
             mark_fallback(text(value), "is the \"eager\" entry of a table of attention implementations (line " +
                                            line_of(n) + "): it runs only when that implementation is selected");
         } else if (k == S.assignment && !def_stack.empty()) {

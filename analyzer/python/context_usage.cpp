@@ -135,7 +135,7 @@ class UsageStage {
       m.node = n;
       m.identifier = true;
     } else if (ts_node_start_byte(n) == b && ts_node_end_byte(n) == b + len) {
-      TSNode parent = ts_node_parent(n);
+      TSNode parent = parent_of(n);
       if (!ts_node_is_null(parent) && sym(parent) == S.string) {
         m.node = parent;
         m.string_name = true;  // the string's whole content is the name
@@ -291,14 +291,14 @@ class UsageStage {
       TopFunction& f = top_[fi];
       for (TSNode id : identifiers(f.name)) {
         uint32_t b = ts_node_start_byte(id);
-        TSNode parent = ts_node_parent(id);
+        TSNode parent = parent_of(id);
         if (!ts_node_is_null(parent) && sym(parent) == S.function_definition &&
             ts_node_eq(field(parent, S.f_name), id))
           continue;  // a def's own name (this one, or a method of the same name)
         if (f.span.holds(b)) continue;  // recursion
         if (in_decorator(b)) {
           TSNode d = id;
-          while (!ts_node_is_null(d) && sym(d) != S.decorator) d = ts_node_parent(d);
+          while (!ts_node_is_null(d) && sym(d) != S.decorator) d = parent_of(d);
           if (!ts_node_is_null(d)) f.decorator_mentions.push_back(d);
           continue;
         }
@@ -394,7 +394,7 @@ class UsageStage {
 
   // The function_definition around a node, or null.
   TSNode enclosing_def(TSNode n) const {
-    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p))
+    for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
       if (sym(p) == S.function_definition) return p;
     return TSNode{};
   }
@@ -516,7 +516,7 @@ class UsageStage {
     if (depth > 3) return false;
     int producers = 0;
     for (TSNode id : identifiers(attr)) {
-      TSNode kw = ts_node_parent(id);
+      TSNode kw = parent_of(id);
       if (ts_node_is_null(kw) || sym(kw) != S.keyword_argument || !ts_node_eq(field(kw, S.f_name), id)) continue;
       TSNode value = field(kw, S.f_value);
       if (ts_node_is_null(value) || sym(value) == S.none) continue;
@@ -575,8 +575,8 @@ class UsageStage {
       std::vector<std::pair<TSNode, std::string_view>> owners;  // (owning class node, attr)
       bool followed = true;
       for (TSNode id : mentions[ci]) {
-        TSNode call = ts_node_parent(id);
-        TSNode assign = ts_node_is_null(call) ? TSNode{} : ts_node_parent(call);
+        TSNode call = parent_of(id);
+        TSNode assign = ts_node_is_null(call) ? TSNode{} : parent_of(call);
         if (ts_node_is_null(assign) || sym(call) != S.call || !ts_node_eq(field(call, S.f_function), id) ||
             sym(assign) != S.assignment || !ts_node_eq(field(assign, S.f_right), call)) {
           followed = false;
@@ -590,7 +590,7 @@ class UsageStage {
           break;
         }
         TSNode owner = def;
-        while (!ts_node_is_null(owner) && sym(owner) != S.class_definition) owner = ts_node_parent(owner);
+        while (!ts_node_is_null(owner) && sym(owner) != S.class_definition) owner = parent_of(owner);
         if (ts_node_is_null(owner)) {
           followed = false;
           break;
@@ -643,7 +643,7 @@ class UsageStage {
       std::string why;
       bool all = true;
       for (TSNode id : uses) {
-        TSNode call = ts_node_parent(id);
+        TSNode call = parent_of(id);
         if (ts_node_is_null(call) || sym(call) != S.call || !ts_node_eq(field(call, S.f_function), id)) {
           all = false;
           break;
@@ -652,7 +652,7 @@ class UsageStage {
         // expression whose true arm is the call.
         std::string flag;
         bool getattr_form = false;
-        for (TSNode n = call, p = ts_node_parent(call); !ts_node_is_null(p); n = p, p = ts_node_parent(p)) {
+        for (TSNode n = call, p = parent_of(call); !ts_node_is_null(p); n = p, p = parent_of(p)) {
           TSSymbol k = sym(p);
           if (k == S.function_definition || k == S.class_definition) break;
           TSNode cond{};
@@ -699,12 +699,12 @@ class UsageStage {
   bool attribute_calls(TSNode owner, std::string_view attr, std::vector<Call>& calls) const {
     uint32_t b = ts_node_start_byte(owner), e = ts_node_end_byte(owner);
     for (TSNode id : identifiers(attr, b, e)) {
-      TSNode a = ts_node_parent(id);
+      TSNode a = parent_of(id);
       if (ts_node_is_null(a) || sym(a) != S.attribute || !ts_node_eq(field(a, S.f_attribute), id)) continue;
       TSNode def = enclosing_def(a);
       std::string self = self_name(def);
       if (self.empty() || text(field(a, S.f_object)) != self) continue;
-      TSNode p = ts_node_parent(a);
+      TSNode p = parent_of(a);
       if (ts_node_is_null(p)) return false;
       if (sym(p) == S.assignment && ts_node_eq(field(p, S.f_left), a)) continue;
       if (sym(p) != S.call || !ts_node_eq(field(p, S.f_function), a)) return false;

@@ -119,7 +119,7 @@ ir::Module build_ir(const SourceFile& file, const TSTree* tree) {
   out.path = file.path;
   out.language = "python";
   TSNode root = ts_tree_root_node(tree);
-  ParentMemo parents(tree);  // ts_node_parent in every pass below
+  ParentMemo parents(tree);  // parent_of in every pass below
   report_syntax_errors(file, root, out);
   lower_file(file, root, out);
   for (ir::Function& f : out.functions) annotate_axes(f);  // axis roles, attention facts

@@ -175,7 +175,7 @@ struct Pass {
   }
 
   std::string class_holding(TSNode def) const {
-    for (TSNode p = ts_node_parent(def); !ts_node_is_null(p); p = ts_node_parent(p))
+    for (TSNode p = parent_of(def); !ts_node_is_null(p); p = parent_of(p))
       if (ts_node_symbol(p) == S.class_definition) return std::string(text(field(p, S.f_name)));
       else if (ts_node_symbol(p) == S.function_definition) return {};
     return {};
@@ -192,7 +192,7 @@ struct Pass {
 
   std::string qualified(TSNode def) const {
     std::string name(text(field(def, S.f_name)));
-    for (TSNode p = ts_node_parent(def); !ts_node_is_null(p); p = ts_node_parent(p))
+    for (TSNode p = parent_of(def); !ts_node_is_null(p); p = parent_of(p))
       if (ts_node_symbol(p) == S.class_definition || ts_node_symbol(p) == S.function_definition)
         name = std::string(text(field(p, S.f_name))) + "." + name;
     return name;
@@ -295,7 +295,7 @@ struct Pass {
         if (!ts_node_is_null(target)) {
           if (contains(text(n), "fullgraph=True")) fullgraph = true;
           current_class.clear();
-          for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p))
+          for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
             if (ts_node_symbol(p) == S.class_definition) {
               current_class = text(field(p, S.f_name));
               break;
@@ -644,7 +644,7 @@ struct Pass {
   void mask_index(TSNode n, const Ctx& ctx) {
     TSNode idx = field(n, S.f_subscript);
     if (ts_node_is_null(idx)) return;
-    TSNode p = ts_node_parent(n);
+    TSNode p = parent_of(n);
     if (!ts_node_is_null(p) && (ts_node_symbol(p) == S.assignment || ts_node_symbol(p) == S.augmented_assignment) &&
         ts_node_eq(field(p, S.f_left), n))
       return;

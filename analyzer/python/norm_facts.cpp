@@ -115,7 +115,7 @@ void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out) {
         if (std::isalnum(static_cast<unsigned char>(before)) || before == '_') continue;
       }
       TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(at), static_cast<uint32_t>(at + cls.size()));
-      while (!ts_node_is_null(n) && ts_node_symbol(n) != S.call) n = ts_node_parent(n);
+      while (!ts_node_is_null(n) && ts_node_symbol(n) != S.call) n = parent_of(n);
       if (ts_node_is_null(n) || !text_of(field(n, S.f_function), src).ends_with(cls)) continue;
       TSNode shape = multi_dim_shape(n, S, src);
       if (ts_node_is_null(shape)) continue;

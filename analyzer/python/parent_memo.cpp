@@ -77,7 +77,7 @@ ParentMemo::~ParentMemo() {
 
 TSNode parent_of(TSNode n) {
   Memo& m = memo;
-  if (!m.tree || n.tree != m.tree || !n.id) return (ts_node_parent)(n);
+  if (!m.tree || n.tree != m.tree || !n.id) return ts_node_parent(n);
   if (const Slot* s = m.find(n.id)) return s->parent;
   // node.c's ts_node_parent: from the root, the visible child containing `n`, until the
   // next step would be `n` itself. Each node passed on the way is the parent of the next

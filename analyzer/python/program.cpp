@@ -94,7 +94,7 @@ struct Facts {
 // read every N steps. A value passed to other code (`envs.step(action.cpu().numpy())`),
 // tested, or stored under a key is used on the host as soon as it is read.
 bool summed_for_later(const Syntax& S, const SourceFile& f, TSNode n) {
-  for (TSNode p = ts_node_parent(n), child = n; !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n), child = n; !ts_node_is_null(p); child = p, p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.block || k == S.function_definition || k == S.lambda || k == S.if_statement ||
         k == S.comparison_operator || k == S.boolean_operator || k == S.not_operator)
@@ -159,7 +159,7 @@ bool display_assignment(const Syntax& S, const SourceFile& f, TSNode n) {
 // Whether `n` is (inside) an argument of a display call, or the value of a progress
 // bar's text, within its statement.
 bool inside_display(const Syntax& S, const SourceFile& f, TSNode n, TSNode stop) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = parent_of(p)) {
     if (display_call(S, f, p) || display_assignment(S, f, p)) return true;
     if (ts_node_symbol(p) == S.block) return false;
   }
@@ -170,7 +170,7 @@ bool inside_display(const Syntax& S, const SourceFile& f, TSNode n, TSNode stop)
 // of `name = ...`/`name += ...`, or a use on the right of `name = (name * i + x) / (i + 1)`
 // (a running mean).
 bool binds_own_name(const Syntax& S, const SourceFile& f, TSNode id, std::string_view name) {
-  for (TSNode p = ts_node_parent(id); !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(id); !ts_node_is_null(p); p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.assignment || k == S.augmented_assignment) {
       TSNode left = field(p, S.f_left);
@@ -201,7 +201,7 @@ bool displayed_each_step(const Syntax& S, const SourceFile& f, TSNode body, std:
   for (TSNode id : identifiers_named(body, f.text, name, S.identifier, ts_node_start_byte(body), ts_node_end_byte(body))) {
     if (binds_own_name(S, f, id, name) || !inside_display(S, f, id, body)) continue;
     bool periodic = false;
-    for (TSNode p = ts_node_parent(id); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+    for (TSNode p = parent_of(id); !ts_node_is_null(p) && !ts_node_eq(p, body); p = parent_of(p)) {
       TSSymbol k = ts_node_symbol(p);
       if (k == S.if_statement || k == S.elif_clause) {
         TSNode cond = field(p, S.f_condition);
@@ -218,7 +218,7 @@ bool displayed_each_step(const Syntax& S, const SourceFile& f, TSNode body, std:
 // The name a read's value is collected into, from the statement holding it: `name = ...`,
 // `name += ...`, `name[k] = ...`, `name.update(k=...)`/`name.append(...)`; empty otherwise.
 std::string_view collector(const Syntax& S, const SourceFile& f, TSNode n) {
-  for (TSNode p = ts_node_parent(n), child = n; !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n), child = n; !ts_node_is_null(p); child = p, p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.block || k == S.function_definition || k == S.lambda) return {};
     if (k == S.call) {
@@ -244,7 +244,7 @@ std::string_view collector(const Syntax& S, const SourceFile& f, TSNode n) {
 // loop: `if not math.isfinite(loss_value): sys.exit(1)`, `assert math.isfinite(v)`.
 bool tested_before_exit(const Syntax& S, const SourceFile& f, TSNode body, std::string_view name) {
   for (TSNode id : identifiers_named(body, f.text, name, S.identifier, ts_node_start_byte(body), ts_node_end_byte(body))) {
-    for (TSNode p = ts_node_parent(id); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+    for (TSNode p = parent_of(id); !ts_node_is_null(p) && !ts_node_eq(p, body); p = parent_of(p)) {
       TSSymbol k = ts_node_symbol(p);
       if (std::string_view(ts_node_type(p)) == "assert_statement") return true;
       if (k == S.if_statement || k == S.elif_clause) {
@@ -271,12 +271,12 @@ std::string periodic_guard(const Syntax& S, const SourceFile& f, TSNode cond) {
   if (ts_node_is_null(name) || ts_node_symbol(name) != S.identifier) return {};
   TSNode scope = cond;
   while (!ts_node_is_null(scope) && ts_node_symbol(scope) != S.function_definition && ts_node_symbol(scope) != S.module)
-    scope = ts_node_parent(scope);
+    scope = parent_of(scope);
   if (ts_node_is_null(scope)) return {};
   std::string_view value;
   for (TSNode id : identifiers_named(scope, f.text, text_of(name, f.text), S.identifier, ts_node_start_byte(scope),
                                      ts_node_start_byte(cond))) {
-    TSNode a = ts_node_parent(id);
+    TSNode a = parent_of(id);
     if (!ts_node_is_null(a) && ts_node_symbol(a) == S.assignment && ts_node_eq(field(a, S.f_left), id))
       value = text_of(field(a, S.f_right), f.text);
   }
@@ -332,7 +332,7 @@ Facts walk(const Syntax& S, const SourceFile& f, TSNode root, const Range& r) {
   out.printed = inside_display(S, f, n, root);
   out.summed = summed_for_later(S, f, n);
   std::string_view collected = collector(S, f, n);  // logs of `logs = {"loss": loss.item()}`
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); child = p, p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.block && out.guard.empty()) out.guard = early_exit_guard(S, f, p, child);
     if (k == S.function_definition || k == S.lambda) break;
@@ -401,7 +401,7 @@ struct StepFacts {
 bool shape_sync(const Syntax& S, const SourceFile& f, TSNode n) {
   TSSymbol k = ts_node_symbol(n);
   if (k == S.subscript) {
-    TSNode parent = ts_node_parent(n);
+    TSNode parent = parent_of(n);
     if (!ts_node_is_null(parent) && (ts_node_symbol(parent) == S.assignment || ts_node_symbol(parent) == S.augmented_assignment) &&
         ts_node_eq(field(parent, S.f_left), n))
       return false;
@@ -491,7 +491,7 @@ std::string abort_branch(const Syntax& S, const SourceFile& file, TSNode root, c
       std::get<std::string>(which->second) == "else")
     return {};
   TSNode b = ts_node_descendant_for_byte_range(root, reg.range.begin_byte, reg.range.end_byte);
-  while (!ts_node_is_null(b) && ts_node_symbol(b) != S.block) b = ts_node_parent(b);
+  while (!ts_node_is_null(b) && ts_node_symbol(b) != S.block) b = parent_of(b);
   if (ts_node_is_null(b) || !exits_loop(S, file, b)) return {};
   auto cond = reg.attrs.find("condition");
   return cond != reg.attrs.end() && std::get_if<std::string>(&cond->second) ? std::get<std::string>(cond->second)
@@ -519,7 +519,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
     for (ir::Region& reg : fn.regions) {
       if (reg.kind != "if" || !reg.range.valid()) continue;
       TSNode s = ts_node_descendant_for_byte_range(root, reg.range.begin_byte, reg.range.end_byte);
-      while (!ts_node_is_null(s) && ts_node_symbol(s) != S.if_statement) s = ts_node_parent(s);
+      while (!ts_node_is_null(s) && ts_node_symbol(s) != S.if_statement) s = parent_of(s);
       if (ts_node_is_null(s)) continue;
       std::string_view c = text_of(ts_node_child_by_field_id(s, S.f_condition), file.text);
       if (periodic_condition(c)) reg.attrs["guard"] = std::string(c);
@@ -573,7 +573,7 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
       TSNode step = facts.step_loop;
       if (ts_node_is_null(step) && !own) {
         TSNode n = ts_node_descendant_for_byte_range(root, node.range.begin_byte, node.range.end_byte);
-        while (!ts_node_is_null(n) && ts_node_symbol(n) != S.function_definition) n = ts_node_parent(n);
+        while (!ts_node_is_null(n) && ts_node_symbol(n) != S.function_definition) n = parent_of(n);
         step = n;
       }
       if (!ts_node_is_null(step)) {

@@ -51,7 +51,7 @@ bool number_type(std::string_view t) {
 
 // The enclosing node of kind `kind` (function_definition, class_definition), or null.
 TSNode enclosing(TSNode n, TSSymbol kind) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p))
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
     if (ts_node_symbol(p) == kind) return p;
   return TSNode{};
 }
@@ -133,7 +133,7 @@ void attribute_values(const Syntax& S, const SourceFile& f, TSNode scope, std::s
                       std::vector<TSNode>& values) {
   uint32_t from = ts_node_start_byte(scope), to = ts_node_end_byte(scope);
   for (TSNode id : identifiers_named(scope, f.text, attr, S.identifier, from, to)) {
-    TSNode a = ts_node_parent(id);
+    TSNode a = parent_of(id);
     if (ts_node_is_null(a)) continue;
     TSNode target = id;
     if (ts_node_symbol(a) == S.attribute) {
@@ -141,8 +141,8 @@ void attribute_values(const Syntax& S, const SourceFile& f, TSNode scope, std::s
       target = a;
     } else if (ts_node_symbol(a) == S.assignment && ts_node_eq(field(a, S.f_left), id)) {
       // `attr = ...` directly in a class body (a dataclass or class-level field).
-      TSNode stmt = ts_node_parent(a), body = ts_node_is_null(stmt) ? stmt : ts_node_parent(stmt);
-      TSNode cls = ts_node_is_null(body) ? body : ts_node_parent(body);
+      TSNode stmt = parent_of(a), body = ts_node_is_null(stmt) ? stmt : parent_of(stmt);
+      TSNode cls = ts_node_is_null(body) ? body : parent_of(body);
       if (ts_node_is_null(cls) || ts_node_symbol(cls) != S.class_definition) continue;
       TSNode type = field(a, S.f_type), right = field(a, S.f_right);
       if (!ts_node_is_null(right)) values.push_back(right);
@@ -151,7 +151,7 @@ void attribute_values(const Syntax& S, const SourceFile& f, TSNode scope, std::s
     } else {
       continue;
     }
-    TSNode p = ts_node_parent(target);
+    TSNode p = parent_of(target);
     if (ts_node_is_null(p)) continue;
     TSSymbol k = ts_node_symbol(p);
     if ((k == S.assignment || k == S.augmented_assignment) && ts_node_eq(field(p, S.f_left), target)) {
@@ -173,7 +173,7 @@ void attribute_values(const Syntax& S, const SourceFile& f, TSNode scope, std::s
 // parameter, a lambda's) gives a null value: not known to be a number.
 void name_values(const Syntax& S, const SourceFile& f, TSNode root, std::string_view name, std::vector<TSNode>& values) {
   for (TSNode id : identifiers_named(root, f.text, name, S.identifier)) {
-    TSNode p = ts_node_parent(id);
+    TSNode p = parent_of(id);
     if (ts_node_is_null(p)) continue;
     TSSymbol k = ts_node_symbol(p);
     std::string_view type = ts_node_type(p);
@@ -197,9 +197,9 @@ void name_values(const Syntax& S, const SourceFile& f, TSNode root, std::string_
 std::string_view self_name(const Syntax& S, const SourceFile& f, TSNode n) {
   TSNode def = enclosing(n, S.function_definition);
   if (ts_node_is_null(def)) return {};
-  TSNode body = ts_node_parent(def);
-  if (!ts_node_is_null(body) && ts_node_symbol(body) == S.decorated_definition) body = ts_node_parent(body);
-  TSNode cls = ts_node_is_null(body) ? body : ts_node_parent(body);
+  TSNode body = parent_of(def);
+  if (!ts_node_is_null(body) && ts_node_symbol(body) == S.decorated_definition) body = parent_of(body);
+  TSNode cls = ts_node_is_null(body) ? body : parent_of(body);
   if (ts_node_is_null(cls) || ts_node_symbol(cls) != S.class_definition) return {};
   std::vector<TSNode> params = named_children(field(def, S.f_parameters), S.comment);
   if (params.empty()) return {};

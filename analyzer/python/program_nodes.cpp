@@ -40,11 +40,11 @@ std::string dataset_class(const Syntax& S, const SourceFile& f, TSNode root, TSN
   if (ts_node_symbol(arg) == S.call) return std::string(text_of(field(arg, S.f_function), f.text));
   if (ts_node_symbol(arg) != S.identifier) return {};
   TSNode def = loader_call;
-  while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = ts_node_parent(def);
+  while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = parent_of(def);
   size_t from = ts_node_is_null(def) ? 0 : ts_node_start_byte(def);
   std::string cls;
   for (TSNode id : identifiers_named(root, f.text, text_of(arg, f.text), S.identifier, from, ts_node_start_byte(loader_call))) {
-    TSNode a = ts_node_parent(id);
+    TSNode a = parent_of(id);
     if (ts_node_is_null(a) || ts_node_symbol(a) != S.assignment || !ts_node_eq(field(a, S.f_left), id)) continue;
     TSNode right = field(a, S.f_right);
     cls = ts_node_symbol(right) == S.call ? std::string(text_of(field(right, S.f_function), f.text)) : std::string();
@@ -59,10 +59,10 @@ bool in_memory_dataset(const Syntax& S, const SourceFile& f, TSNode root, std::s
   if (calls(cls, "TensorDataset")) return true;
   if (cls.empty() || cls.find('.') != std::string_view::npos) return false;
   for (TSNode id : identifiers_named(root, f.text, cls, S.identifier)) {
-    TSNode c = ts_node_parent(id);
+    TSNode c = parent_of(id);
     if (ts_node_is_null(c) || ts_node_symbol(c) != S.class_definition || !ts_node_eq(field(c, S.f_name), id)) continue;
     for (TSNode g : identifiers_named(root, f.text, "__getitem__", S.identifier, ts_node_start_byte(c), ts_node_end_byte(c))) {
-      TSNode fn = ts_node_parent(g);
+      TSNode fn = parent_of(g);
       if (ts_node_is_null(fn) || ts_node_symbol(fn) != S.function_definition) continue;
       std::string body = lower_ascii(text_of(fn, f.text));
       for (std::string_view work : {"open(", "load", "read", "image", "decode", "transform", "augment", "tokeniz", "cv2",
@@ -79,18 +79,18 @@ bool in_memory_dataset(const Syntax& S, const SourceFile& f, TSNode root, std::s
 // read for one batch outside any loop: every later mention of the name is
 // `next(iter(name))` (a fixed batch fetched once, to sample or plot).
 bool one_batch_loader(const Syntax& S, const SourceFile& f, TSNode root, TSNode loader_call) {
-  TSNode a = ts_node_parent(loader_call);
+  TSNode a = parent_of(loader_call);
   if (ts_node_is_null(a) || ts_node_symbol(a) != S.assignment) return false;
   TSNode left = field(a, S.f_left);
   if (ts_node_is_null(left) || ts_node_symbol(left) != S.identifier) return false;
   size_t uses = 0;
   for (TSNode id : identifiers_named(root, f.text, text_of(left, f.text), S.identifier, ts_node_end_byte(a))) {
-    TSNode args = ts_node_parent(id), iter = ts_node_is_null(args) ? args : ts_node_parent(args);
-    TSNode args2 = ts_node_is_null(iter) ? iter : ts_node_parent(iter), next = ts_node_is_null(args2) ? args2 : ts_node_parent(args2);
+    TSNode args = parent_of(id), iter = ts_node_is_null(args) ? args : parent_of(args);
+    TSNode args2 = ts_node_is_null(iter) ? iter : parent_of(iter), next = ts_node_is_null(args2) ? args2 : parent_of(args2);
     if (ts_node_is_null(next) || ts_node_symbol(iter) != S.call || ts_node_symbol(next) != S.call ||
         text_of(field(iter, S.f_function), f.text) != "iter" || text_of(field(next, S.f_function), f.text) != "next")
       return false;
-    for (TSNode p = ts_node_parent(next); !ts_node_is_null(p); p = ts_node_parent(p))
+    for (TSNode p = parent_of(next); !ts_node_is_null(p); p = parent_of(p))
       if (ts_node_symbol(p) == S.for_statement || ts_node_symbol(p) == S.while_statement) return false;
     ++uses;
   }
@@ -135,7 +135,7 @@ void annotate_data_loaders(const FileFacts& c) {
 // zero_grad(set_to_none=True) where it saw zeros before.
 bool reads_grad(const Syntax& S, const SourceFile& f, TSNode root) {
   for (TSNode id : identifiers_named(root, f.text, "grad", S.identifier)) {
-    TSNode p = ts_node_parent(id);
+    TSNode p = parent_of(id);
     if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id))
       return true;
   }
@@ -199,7 +199,7 @@ std::string hot_reason(const ir::Function& fn, const Range& r) {
 // initialization that runs once, not on every iteration. (Outside a loop the same form
 // fills a default argument, which runs on every call.)
 bool lazy_init(const Syntax& S, const SourceFile& f, TSNode n) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.for_statement || k == S.while_statement || k == S.function_definition) return false;
     if (k != S.if_statement) continue;
@@ -207,10 +207,10 @@ bool lazy_init(const Syntax& S, const SourceFile& f, TSNode n) {
     if (cond.size() <= 8 || cond.substr(cond.size() - 8) != " is None") continue;
     std::string_view var = cond.substr(0, cond.size() - 8);
     bool assigns = false;
-    for (TSNode a = ts_node_parent(n); !ts_node_is_null(a) && !ts_node_eq(a, p); a = ts_node_parent(a))
+    for (TSNode a = parent_of(n); !ts_node_is_null(a) && !ts_node_eq(a, p); a = parent_of(a))
       assigns |= ts_node_symbol(a) == S.assignment && text_of(field(a, S.f_left), f.text) == var;
     if (!assigns) continue;
-    for (TSNode up = ts_node_parent(p); !ts_node_is_null(up); up = ts_node_parent(up)) {
+    for (TSNode up = parent_of(p); !ts_node_is_null(up); up = parent_of(up)) {
       TSSymbol u = ts_node_symbol(up);
       if (u == S.function_definition) return false;
       if (u == S.for_statement || u == S.while_statement) return true;
@@ -234,7 +234,7 @@ bool emptiness_test(std::string_view c, bool nonempty) {
 // and not the step's usual path.
 bool empty_fallback(const Syntax& S, const SourceFile& f, TSNode n) {
   TSNode child = n;
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); child = p, p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.function_definition || k == S.for_statement || k == S.while_statement) return false;
     if (k != S.if_statement && k != S.elif_clause) continue;
@@ -279,9 +279,9 @@ TSNode chain_start(const Syntax& S, TSNode call, bool through_index) {
 // A blocking copy of another factory's tensor does not count: that is the same finding.
 uint32_t after_blocking_copy(const Syntax& S, const SourceFile& f, TSNode n) {
   TSNode stmt = n;
-  while (!ts_node_is_null(ts_node_parent(stmt)) && ts_node_symbol(ts_node_parent(stmt)) != S.block &&
-         ts_node_symbol(ts_node_parent(stmt)) != S.module)
-    stmt = ts_node_parent(stmt);
+  while (!ts_node_is_null(parent_of(stmt)) && ts_node_symbol(parent_of(stmt)) != S.block &&
+         ts_node_symbol(parent_of(stmt)) != S.module)
+    stmt = parent_of(stmt);
   TSNode prev = ts_node_prev_named_sibling(stmt);
   while (!ts_node_is_null(prev) && ts_node_symbol(prev) == S.comment) prev = ts_node_prev_named_sibling(prev);
   if (ts_node_is_null(prev)) return 0;
@@ -393,7 +393,7 @@ bool disables_grad(std::string_view t) {
 // Whether a call site runs with autograd off: inside `with torch.no_grad():` (or
 // inference_mode, set_grad_enabled) or in a function decorated with one.
 bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.with_statement && disables_grad(with_head(S, f, p))) return true;
     if (k == S.decorated_definition) {
@@ -408,7 +408,7 @@ bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
 // holds the call `n` inside a loop, or empty: the call runs every N steps.
 std::string interval_guard(const Syntax& S, const SourceFile& f, TSNode n) {
   std::string guard;
-  for (TSNode child = n, p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+  for (TSNode child = n, p = parent_of(n); !ts_node_is_null(p); child = p, p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.function_definition || k == S.class_definition) return {};
     if (k == S.for_statement || k == S.while_statement) return guard;
@@ -447,7 +447,7 @@ void annotate_eval_loops(const FileFacts& c) {
     // Its own decorators (a wrapper such as @smart_inference_mode()), an enclosing
     // `with`, and every call of it in this file.
     TSNode def = ts_node_descendant_for_byte_range(root, fn.range.begin_byte, fn.range.end_byte);
-    while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = ts_node_parent(def);
+    while (!ts_node_is_null(def) && ts_node_symbol(def) != S.function_definition) def = parent_of(def);
     if (ts_node_is_null(def) || grad_off_at(S, file, def)) continue;
     bool called_off = false;
     size_t calls = 0;
@@ -524,7 +524,7 @@ void annotate_optimizers(const FileFacts& c) {
 // Whether `n` runs only under a condition or in a debugging helper: an enclosing `if`,
 // conditional expression or `try`, or a function whose name says debug.
 bool conditional(const Syntax& S, const SourceFile& f, TSNode n) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.if_statement || k == S.conditional_expression || k == S.try_statement || k == S.elif_clause)
       return true;
@@ -576,11 +576,11 @@ void annotate_debug_modes(const FileFacts& c) {
   for (size_t at = file.text.find("CUDA_LAUNCH_BLOCKING"); at != std::string::npos;
        at = file.text.find("CUDA_LAUNCH_BLOCKING", at + 1)) {
     TSNode str = ts_node_named_descendant_for_byte_range(root, static_cast<uint32_t>(at), static_cast<uint32_t>(at + 20));
-    while (!ts_node_is_null(str) && ts_node_symbol(str) != S.string) str = ts_node_parent(str);
+    while (!ts_node_is_null(str) && ts_node_symbol(str) != S.string) str = parent_of(str);
     if (ts_node_is_null(str)) continue;
-    TSNode sub = ts_node_parent(str);
+    TSNode sub = parent_of(str);
     if (ts_node_is_null(sub) || ts_node_symbol(sub) != S.subscript) continue;
-    TSNode assign = ts_node_parent(sub);
+    TSNode assign = parent_of(sub);
     if (ts_node_is_null(assign) || ts_node_symbol(assign) != S.assignment || !ts_node_eq(field(assign, S.f_left), sub))
       continue;
     std::string_view value = text_of(field(assign, S.f_right), file.text);
@@ -603,7 +603,7 @@ PinnedLoaders pinned_loaders(const Syntax& S, const SourceFile& file, TSNode roo
     bool pinned = !ts_node_is_null(args) && keyword(S, file, args, "pin_memory") == "True";
     out.any |= pinned;
     out.all &= pinned;
-    TSNode parent = ts_node_parent(n);
+    TSNode parent = parent_of(n);
     if (pinned && !ts_node_is_null(parent) && ts_node_symbol(parent) == S.assignment &&
         ts_node_symbol(field(parent, S.f_left)) == S.identifier)
       out.names.emplace_back(text_of(field(parent, S.f_left), file.text));
@@ -618,7 +618,7 @@ PinnedLoaders pinned_loaders(const Syntax& S, const SourceFile& file, TSNode roo
 // every N steps): it copies once.
 bool bound_by_pinned_loop(const Syntax& S, const SourceFile& f, TSNode n, std::string_view name,
                           const PinnedLoaders& pinned) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.function_definition) return false;
     if (k != S.for_statement) continue;
@@ -745,11 +745,11 @@ void annotate_ddp_accumulation(const FileFacts& c) {
   // inner `if use_amp: scaler.step(opt) else: opt.step()`. Null when `n` sits in the else
   // arm of such a condition (it then runs on the other iterations) or under none.
   auto modulo_guard = [&](TSNode n, TSNode stop) {
-    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = ts_node_parent(p)) {
+    for (TSNode p = parent_of(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = parent_of(p)) {
       TSSymbol k = ts_node_symbol(p);
       if (k == S.function_definition) break;
       if (k == S.else_clause) {
-        TSNode owner = ts_node_parent(p);  // (the else of a `for` or `try` has no condition: text_of gives "")
+        TSNode owner = parent_of(p);  // (the else of a `for` or `try` has no condition: text_of gives "")
         if (!ts_node_is_null(owner) && contains(text_of(field(owner, S.f_condition), file.text), "%")) return TSNode{};
         continue;
       }
@@ -763,8 +763,8 @@ void annotate_ddp_accumulation(const FileFacts& c) {
   // The `if` a branch arm belongs to, when the if has a competing arm (else/elif).
   auto arm_owner = [&](TSNode p) {
     TSSymbol k = ts_node_symbol(p);
-    if (k == S.else_clause || k == S.elif_clause) return ts_node_parent(p);
-    TSNode up = ts_node_parent(p);
+    if (k == S.else_clause || k == S.elif_clause) return parent_of(p);
+    TSNode up = parent_of(p);
     if (k == S.block && !ts_node_is_null(up) && ts_node_symbol(up) == S.if_statement &&
         !ts_node_is_null(field(up, S.f_alternative)))
       return up;
@@ -773,7 +773,7 @@ void annotate_ddp_accumulation(const FileFacts& c) {
   // Whether `a` and `b` sit in competing arms of one `if` inside `body`: they never run in
   // the same iteration.
   auto exclusive = [&](TSNode a, TSNode b, TSNode body) {
-    for (TSNode p = ts_node_parent(a); !ts_node_is_null(p) && !ts_node_eq(p, body); p = ts_node_parent(p)) {
+    for (TSNode p = parent_of(a); !ts_node_is_null(p) && !ts_node_eq(p, body); p = parent_of(p)) {
       TSNode owner = arm_owner(p);
       if (!ts_node_is_null(owner) && !within(b, p) && within(b, owner)) return true;
     }
@@ -784,7 +784,7 @@ void annotate_ddp_accumulation(const FileFacts& c) {
     if (!is_step(callee)) return;
     // Each loop around the guarded step, innermost first: the one whose body also calls
     // backward() outside the guard (`for opt in opts: opt.step()` is not the training loop).
-    for (TSNode loop = ts_node_parent(step); !ts_node_is_null(loop); loop = ts_node_parent(loop)) {
+    for (TSNode loop = parent_of(step); !ts_node_is_null(loop); loop = parent_of(loop)) {
       if (ts_node_symbol(loop) == S.function_definition) return;
       if (!is_loop(loop)) continue;
       TSNode body = field(loop, S.f_body);
@@ -808,7 +808,7 @@ void annotate_ddp_accumulation(const FileFacts& c) {
         found = true;
         ir::Node* node = add_node(out, range_of(bw), "ddp_accumulation");
         if (!node) return;
-        std::string_view cond = text_of(field(ts_node_parent(guard), S.f_condition), t);
+        std::string_view cond = text_of(field(parent_of(guard), S.f_condition), t);
         node->attrs["guard"] = std::string(cond);
         if (std::string option = default_one_option(S, file, root, cond); !option.empty())
           node->attrs["steps_by_default"] = option;
@@ -832,8 +832,8 @@ void annotate_ddp_accumulation(const FileFacts& c) {
     return std::make_pair(step, every_n);
   };
   for (TSNode kw : identifiers_named(root, t, "update_grad", S.identifier)) {
-    TSNode pair = ts_node_parent(kw), args = ts_node_parent(pair);
-    TSNode call = ts_node_is_null(args) ? TSNode{} : ts_node_parent(args);
+    TSNode pair = parent_of(kw), args = parent_of(pair);
+    TSNode call = ts_node_is_null(args) ? TSNode{} : parent_of(args);
     if (ts_node_is_null(call) || ts_node_symbol(pair) != S.keyword_argument || ts_node_symbol(call) != S.call ||
         !ts_node_eq(field(pair, S.f_name), kw))
       continue;
@@ -843,7 +843,7 @@ void annotate_ddp_accumulation(const FileFacts& c) {
     // it: an unguarded `.step()`, or another call of the same scaler without a modulo
     // update_grad (a GAN's critic).
     TSNode body{};
-    for (TSNode p = ts_node_parent(call); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    for (TSNode p = parent_of(call); !ts_node_is_null(p); p = parent_of(p)) {
       if (ts_node_symbol(p) == S.function_definition) break;
       if (is_loop(p)) {
         body = field(p, S.f_body);
@@ -865,7 +865,7 @@ void annotate_ddp_accumulation(const FileFacts& c) {
     }, body);
     if (unguarded_step) continue;
     ir::Node* node = add_node(out, range_of(call), "ddp_accumulation");
-    if (node) node->attrs["guard"] = std::string(text_of(field(ts_node_parent(kw), S.f_value), t));
+    if (node) node->attrs["guard"] = std::string(text_of(field(parent_of(kw), S.f_value), t));
   }
 }
 

@@ -20,9 +20,9 @@ namespace {
 // warnings.warn, print) whose arguments say DDP, DistributedDataParallel, torchrun or
 // "not recommended". The code already says so.
 bool warned_beside(const Syntax& S, const SourceFile& f, TSNode root, TSNode n) {
-  TSNode block = ts_node_parent(n);
+  TSNode block = parent_of(n);
   while (!ts_node_is_null(block) && ts_node_symbol(block) != S.block && ts_node_symbol(block) != S.module)
-    block = ts_node_parent(block);
+    block = parent_of(block);
   if (ts_node_is_null(block) || ts_node_symbol(block) == S.module) return false;
   bool warned = false;
   for (std::string_view name : {"warn", "warning", "print", "info"})
@@ -91,9 +91,9 @@ void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root
 // of its own).
 bool prose(const Syntax& S, TSNode n) {
   if (ts_node_symbol(n) == S.comment) return true;
-  for (TSNode p = n; !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = n; !ts_node_is_null(p); p = parent_of(p)) {
     if (ts_node_symbol(p) != S.string) continue;
-    TSNode up = ts_node_parent(p);
+    TSNode up = parent_of(p);
     return !ts_node_is_null(up) && ts_node_symbol(up) == S.expression_statement && ts_node_named_child_count(up) == 1;
   }
   return false;
@@ -137,7 +137,7 @@ bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
 TSNode loop_at(const Syntax& S, TSNode root, const Range& r) {
   TSNode n = ts_node_descendant_for_byte_range(root, r.begin_byte, r.end_byte);
   while (!ts_node_is_null(n) && ts_node_symbol(n) != S.for_statement && ts_node_symbol(n) != S.while_statement)
-    n = ts_node_parent(n);
+    n = parent_of(n);
   return n;
 }
 
@@ -165,7 +165,7 @@ bool gpu_opt_in(const Syntax& S, const SourceFile& f, TSNode root) {
 // disables_grad (program_nodes.cpp), which also counts `set_grad_enabled(...)`: that wraps
 // real training forwards (`set_grad_enabled(phase == 'train')`).
 bool grad_off_within(const Syntax& S, const SourceFile& f, TSNode n, TSNode scope) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = parent_of(p)) {
     if (ts_node_symbol(p) != S.with_statement) continue;
     std::string_view head = with_head(S, f, p);
     if (contains(head, "no_grad") || contains(head, "inference_mode")) return true;

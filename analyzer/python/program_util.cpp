@@ -61,15 +61,15 @@ TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const
   TSNode first{};
   for (const std::string& m : models) {
     for (TSNode id : identifiers_named(root, f.text, last_part(m), S.identifier, from, to)) {
-      TSNode callee = id, p = ts_node_parent(id);
+      TSNode callee = id, p = parent_of(id);
       if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_attribute), id)) {
         callee = p;
-        p = ts_node_parent(p);
+        p = parent_of(p);
       }
       if (generate && !ts_node_is_null(p) && ts_node_symbol(p) == S.attribute && ts_node_eq(field(p, S.f_object), callee) &&
           text_of(field(p, S.f_attribute), f.text) == "generate") {
         callee = p;  // model.generate(...)
-        p = ts_node_parent(p);
+        p = parent_of(p);
       }
       if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(field(p, S.f_function), callee)) continue;
       std::string_view ct = text_of(callee, f.text);

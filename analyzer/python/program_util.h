@@ -90,11 +90,11 @@ void each_call_to(const Syntax& S, const SourceFile& f, TSNode root, std::string
   size_t from = ts_node_is_null(scope) ? 0 : ts_node_start_byte(scope);
   size_t to = ts_node_is_null(scope) ? std::string_view::npos : ts_node_end_byte(scope);
   for (TSNode id : identifiers_named(root, f.text, name, S.identifier, from, to)) {
-    TSNode callee = id, p = ts_node_parent(id);
+    TSNode callee = id, p = parent_of(id);
     if (!ts_node_is_null(p) && ts_node_symbol(p) == S.attribute) {
       if (!ts_node_eq(ts_node_child_by_field_id(p, S.f_attribute), id)) continue;
       callee = p;
-      p = ts_node_parent(p);
+      p = parent_of(p);
     }
     if (ts_node_is_null(p) || ts_node_symbol(p) != S.call || !ts_node_eq(ts_node_child_by_field_id(p, S.f_function), callee))
       continue;

@@ -211,7 +211,7 @@ std::vector<Switches> switches_at(std::string_view source, const std::vector<uin
     // Up to the function, noting the branches on the way.
     std::vector<std::pair<TSNode, TSNode>> path;  // (branching node, the child holding the place)
     TSNode fn{};
-    for (TSNode n = at, child{}; !ts_node_is_null(n); child = n, n = ts_node_parent(n)) {
+    for (TSNode n = at, child{}; !ts_node_is_null(n); child = n, n = parent_of(n)) {
       TSSymbol k = ts_node_symbol(n);
       if (k == s.function_definition) {
         fn = n;
@@ -224,7 +224,7 @@ std::vector<Switches> switches_at(std::string_view source, const std::vector<uin
     Switches& sw = out[i];
     literal_defaults(fn, source, sw);
     sw.function = text_of(field(fn, s.f_name), source);
-    for (TSNode n = ts_node_parent(fn); !ts_node_is_null(n); n = ts_node_parent(n))
+    for (TSNode n = parent_of(fn); !ts_node_is_null(n); n = parent_of(n))
       if (ts_node_symbol(n) == s.class_definition) {
         sw.function = std::string(text_of(field(n, s.f_name), source)) + "." + sw.function;
         break;

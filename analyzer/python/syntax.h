@@ -27,8 +27,8 @@ namespace mlsem::python {
 // ts_node_parent(n), memoized while a ParentMemo is open for n's tree on this thread
 // (python/parent_memo.cpp): the runtime descends from the root for every call, and the
 // passes after lowering walk up from the same nodes many times. build_ir opens one for
-// the file's passes; elsewhere the runtime answers. Every file that includes this header
-// gets it through the macro below.
+// the file's passes; elsewhere the runtime answers. The frontend's passes call this, not
+// ts_node_parent.
 TSNode parent_of(TSNode n);
 
 class ParentMemo {
@@ -45,8 +45,6 @@ class ParentMemo {
 };
 
 }  // namespace mlsem::python
-
-#define ts_node_parent(n) ::mlsem::python::parent_of(n)
 
 namespace mlsem::python {
 

@@ -336,14 +336,14 @@ size_t check_parents(const std::string& source, const std::string& where) {
   }
   std::vector<TSNode> want;
   want.reserve(nodes.size());
-  for (TSNode n : nodes) want.push_back((ts_node_parent)(n));
+  for (TSNode n : nodes) want.push_back(ts_node_parent(n));
   int failures = 0;
   for (bool backwards : {true, false}) {
     mlsem::python::ParentMemo memo(tree.get());
     for (size_t k = 0; k < nodes.size() && failures <= 5; ++k) {
       size_t i = backwards ? nodes.size() - 1 - k : k;
       for (int twice = 0; twice < 2; ++twice) {  // the descent, then the memo
-        TSNode got = ts_node_parent(nodes[i]);
+        TSNode got = mlsem::python::parent_of(nodes[i]);
         bool ok = ts_node_is_null(want[i]) ? ts_node_is_null(got) : same(got, want[i]);
         if (!ok && ++failures <= 5)
           ADD_FAILURE() << where << (backwards ? " (last first)" : " (first first)") << ": parent of "
@@ -355,7 +355,7 @@ size_t check_parents(const std::string& source, const std::string& where) {
   // Outside a memo, and for another tree than the memo's, the runtime answers.
   std::unique_ptr<TSTree, TreeDeleter> other(ts_tree_copy(tree.get()));
   mlsem::python::ParentMemo memo(other.get());
-  if (nodes.size() > 1) EXPECT_TRUE(same(ts_node_parent(nodes.back()), want.back())) << where;
+  if (nodes.size() > 1) EXPECT_TRUE(same(mlsem::python::parent_of(nodes.back()), want.back())) << where;
   return nodes.size();
 }
 
