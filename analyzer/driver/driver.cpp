@@ -353,8 +353,7 @@ Report analyze_paths(const std::vector<std::string>& paths, const Engine& engine
   if (pass.unused || pass.examples || !pass.compiled_rules.empty() || !pass.fallback_rules.empty() ||
       !pass.configured_by.empty()) {
     driver::Demoted demoted = driver::demote_by_project(report.findings, pass);
-    if (demoted.unused + demoted.fallback + demoted.compiled + demoted.example + demoted.configured > 0 &&
-        !options.show_demoted)
+    if (demoted.total() > 0 && !options.show_demoted)
       std::erase_if(report.findings, [&](const Finding& f) {
         return (f.context_kind == "unused" || f.context_kind == "fallback" || f.context_kind == "compiled" ||
                 f.context_kind == "example" || f.context_kind == "configured") &&

@@ -336,18 +336,16 @@ Demoted demote_by_project(std::vector<Finding>& findings, const ProjectPass& pas
   // Candidates: findings in a .py file of a marked project, not demoted; for `unused`, inside a
   // named top-level function or class; for `compiled`, of a rule that torch.compile demotes.
   std::map<std::string, Names> by_file;  // path -> top-level names (empty: a compile candidate only)
-  auto compile_candidate = [&](const Finding& f) {
-    return f.context.empty() && f.path.ends_with(".py") && pass.compiled_rules.count(f.rule);
+  // A finding not yet demoted, in a Python file, of one of `rules`.
+  auto candidate = [](const Finding& f, const auto& rules) {
+    return f.context.empty() && f.path.ends_with(".py") && rules.count(f.rule);
   };
-  auto configured_candidate = [&](const Finding& f) {
-    return f.context.empty() && f.path.ends_with(".py") && pass.configured_by.count(f.rule);
-  };
+  auto compile_candidate = [&](const Finding& f) { return candidate(f, pass.compiled_rules); };
+  auto configured_candidate = [&](const Finding& f) { return candidate(f, pass.configured_by); };
   std::set<std::string> settings;  // every rule's, looked for in every file read
   for (const auto& [rule, s] : pass.configured_by) settings.insert(s.begin(), s.end());
   for (const Finding& f : findings) {
-    if (compile_candidate(f) || configured_candidate(f) ||
-        (f.context.empty() && f.path.ends_with(".py") && pass.fallback_rules.count(f.rule)))
-      by_file[f.path];
+    if (compile_candidate(f) || configured_candidate(f) || candidate(f, pass.fallback_rules)) by_file[f.path];
     if (!pass.unused || !f.context.empty() || f.function.empty() || f.function == "<module>" || !f.path.ends_with(".py"))
       continue;
     by_file[f.path].insert(f.function.substr(0, f.function.find('.')));

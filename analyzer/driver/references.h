@@ -53,6 +53,7 @@ struct ProjectPass {
 
 struct Demoted {
   size_t unused = 0, fallback = 0, compiled = 0, example = 0, configured = 0;
+  size_t total() const { return unused + fallback + compiled + example + configured; }
 };
 
 // Demotes the findings of `findings` in the project's demonstrations, then those that sit

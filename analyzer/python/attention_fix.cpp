@@ -96,9 +96,7 @@ class FixPass : private AttentionSyntax {
         else if (depth == 0 && (c == ',' || c == ']')) {
           std::string_view part = t.substr(begin, i - begin);
           if (size_t colon = part.find(':'); colon != std::string_view::npos) {
-            std::string_view start = part.substr(0, colon);
-            while (!start.empty() && start.front() == ' ') start.remove_prefix(1);
-            while (!start.empty() && start.back() == ' ') start.remove_suffix(1);
+            std::string_view start = trim(part.substr(0, colon));
             if (!start.empty() && start != "0" && start != "None") return true;
           }
           if (c == ']') break;

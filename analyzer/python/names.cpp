@@ -196,4 +196,11 @@ std::optional<EinsumMatmul> einsum_as_matmul(std::string_view spec) {
   return m;
 }
 
+std::string_view small_image_dataset(std::string_view text) {
+  for (std::string_view d : kSmallImageDatasets)
+    for (size_t at = text.find(d); at != std::string_view::npos; at = text.find(d, at + 1))
+      if (at + d.size() < text.size() && text[at + d.size()] == '(') return d;
+  return {};
+}
+
 }  // namespace mlsem::python

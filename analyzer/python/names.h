@@ -30,6 +30,13 @@ bool is_optimizer_name(std::string_view dotted);
 // second positional argument or `optimizer=`. The arguments as written; empty when absent.
 bool is_scaler_step(std::string_view callee, std::string_view first, std::string_view second,
                     std::string_view optimizer_kw);
+// Datasets of 28x28 or 32x32 images, whose models are small: the first three are the
+// 28x28 digit sets. Longer names first, so that `FashionMNIST(` is not read as `MNIST(`.
+inline constexpr std::string_view kSmallImageDatasets[] = {"FashionMNIST", "KMNIST",  "MNIST",
+                                                           "CIFAR100",     "CIFAR10", "SVHN"};
+inline constexpr size_t kDigitDatasets = 3;
+// The first of kSmallImageDatasets the text constructs (`MNIST(`), or empty.
+std::string_view small_image_dataset(std::string_view text);
 // Names a mask is usually kept under: `mask`, `attn_mask`, `causal_bias`.
 bool is_mask_name(std::string_view dotted);
 bool contains_causal(std::string_view dotted);

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "python/names.h"
 #include "python/syntax.h"
 
 namespace mlsem::python {
@@ -135,9 +137,8 @@ void add_norm_facts(const SourceFile& file, TSNode root, ir::Module& out) {
 // file that trains on a dataset of 28x28 or 32x32 images (`toy_data`: MNIST, CIFAR, SVHN),
 // every biased layer: its activations are small, so the bias's add costs little.
 void add_layer_facts(const SourceFile& file, ir::Module& out) {
-  int loads = -1;  // read the text only when a biased layer is there
-  std::string toy;
-  bool toy_read = false;
+  int loads = -1;                // read the text only when a biased layer is there
+  std::optional<std::string_view> toy;
   for (ir::Function& fn : out.functions) {
     std::map<std::string, int> applied;  // module path -> calls in this function
     for (const ir::Node& n : fn.nodes)
@@ -149,12 +150,8 @@ void add_layer_facts(const SourceFile& file, ir::Module& out) {
       if (!bias || !std::get_if<bool>(bias) || !std::get<bool>(*bias)) continue;
       if (loads < 0) loads = loads_weights(file.text);
       if (loads) n.attrs["checkpoint_names"] = true;
-      if (!toy_read) {
-        toy_read = true;
-        for (std::string_view d : {"FashionMNIST", "KMNIST", "MNIST", "CIFAR100", "CIFAR10", "SVHN"})
-          if (toy.empty() && contains(file.text, std::string(d) + "(")) toy = d;
-      }
-      if (!toy.empty()) n.attrs["toy_data"] = toy;
+      if (!toy) toy = small_image_dataset(file.text);
+      if (!toy->empty()) n.attrs["toy_data"] = std::string(*toy);
       const ir::Attr* m = n.attr("module");
       if (m && std::get_if<std::string>(m) && applied[std::get<std::string>(*m)] > 1) n.attrs["shared_module"] = true;
     }

@@ -404,18 +404,40 @@ bool grad_off_at(const Syntax& S, const SourceFile& f, TSNode n) {
   return false;
 }
 
-// The step-interval condition (`batches_done % sample_interval == 0`) of the `if` that
-// holds the call `n` inside a loop, or empty: the call runs every N steps.
+bool within(TSNode inner, TSNode outer) {
+  return ts_node_start_byte(inner) >= ts_node_start_byte(outer) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+}
+
+// The arm of the nearest enclosing `if`/`elif` (below `stop`) whose condition takes a
+// modulo and holds `n` in its own arm: `if (i + 1) % accum == 0: step()`, also around an
+// inner `if use_amp: scaler.step(opt) else: opt.step()`. Null when `n` sits in the else
+// arm of such a condition (it then runs on the other iterations) or under none.
+TSNode modulo_arm(const Syntax& S, const SourceFile& f, TSNode n, TSNode stop) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = parent_of(p)) {
+    TSSymbol k = ts_node_symbol(p);
+    if (k == S.function_definition) break;
+    if (k == S.else_clause) {
+      TSNode owner = parent_of(p);  // (the else of a `for` or `try` has no condition: text_of gives "")
+      if (!ts_node_is_null(owner) && contains(text_of(field(owner, S.f_condition), f.text), "%")) return TSNode{};
+      continue;
+    }
+    if (k != S.if_statement && k != S.elif_clause) continue;
+    TSNode arm = field(p, S.f_consequence);  // of the if, or of the elif clause
+    if (ts_node_is_null(arm) || !within(n, arm)) continue;
+    if (contains(text_of(field(p, S.f_condition), f.text), "%")) return arm;
+  }
+  return TSNode{};
+}
+
+// The step-interval condition (`batches_done % sample_interval == 0`) the call `n` runs
+// under inside its loop (modulo_arm), or empty: the call runs every N steps.
 std::string interval_guard(const Syntax& S, const SourceFile& f, TSNode n) {
-  std::string guard;
-  for (TSNode child = n, p = parent_of(n); !ts_node_is_null(p); child = p, p = parent_of(p)) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p)) {
     TSSymbol k = ts_node_symbol(p);
     if (k == S.function_definition || k == S.class_definition) return {};
-    if (k == S.for_statement || k == S.while_statement) return guard;
-    if (k == S.if_statement && guard.empty() && ts_node_eq(field(p, S.f_consequence), child)) {
-      std::string_view c = text_of(field(p, S.f_condition), f.text);
-      if (contains(c, "%")) guard = std::string(c);
-    }
+    if (k != S.for_statement && k != S.while_statement) continue;
+    TSNode arm = modulo_arm(S, f, n, p);
+    return ts_node_is_null(arm) ? std::string() : std::string(text_of(field(parent_of(arm), S.f_condition), f.text));
   }
   return {};
 }
@@ -730,35 +752,12 @@ void annotate_ddp_accumulation(const FileFacts& c) {
   // Named in code (not in comments or strings): the file chooses when to all-reduce.
   for (std::string_view chooses : {"no_sync", "require_backward_grad_sync", "no_backward_sync", "accumulate"})
     if (!identifiers_named(root, t, chooses, S.identifier).empty()) return;
-  auto within = [](TSNode inner, TSNode outer) {
-    return ts_node_start_byte(inner) >= ts_node_start_byte(outer) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
-  };
   auto is_loop = [&](TSNode n) { return ts_node_symbol(n) == S.for_statement || ts_node_symbol(n) == S.while_statement; };
   // `optimizer.step()` (names.h, is_optimizer_name: as the IR's training loops read it) or
   // an AMP scaler's `scaler.step(optimizer)`.
   auto is_step = [](std::string_view callee) {
     std::string_view receiver = callee.substr(0, callee.size() - std::min<size_t>(callee.size(), 5));
     return is_optimizer_name(receiver) || contains(lower_ascii(last_part(receiver)), "scaler");
-  };
-  // The clause of the nearest enclosing `if`/`elif` (below `stop`) whose condition takes a
-  // modulo and holds `n` in its own arm: `if (i + 1) % accum == 0: step()`, also around an
-  // inner `if use_amp: scaler.step(opt) else: opt.step()`. Null when `n` sits in the else
-  // arm of such a condition (it then runs on the other iterations) or under none.
-  auto modulo_guard = [&](TSNode n, TSNode stop) {
-    for (TSNode p = parent_of(n); !ts_node_is_null(p) && !ts_node_eq(p, stop); p = parent_of(p)) {
-      TSSymbol k = ts_node_symbol(p);
-      if (k == S.function_definition) break;
-      if (k == S.else_clause) {
-        TSNode owner = parent_of(p);  // (the else of a `for` or `try` has no condition: text_of gives "")
-        if (!ts_node_is_null(owner) && contains(text_of(field(owner, S.f_condition), file.text), "%")) return TSNode{};
-        continue;
-      }
-      if (k != S.if_statement && k != S.elif_clause) continue;
-      TSNode arm = field(p, S.f_consequence);  // of the if, or of the elif clause
-      if (ts_node_is_null(arm) || !within(n, arm)) continue;
-      if (contains(text_of(field(p, S.f_condition), file.text), "%")) return arm;
-    }
-    return TSNode{};
   };
   // The `if` a branch arm belongs to, when the if has a competing arm (else/elif).
   auto arm_owner = [&](TSNode p) {
@@ -788,14 +787,14 @@ void annotate_ddp_accumulation(const FileFacts& c) {
       if (ts_node_symbol(loop) == S.function_definition) return;
       if (!is_loop(loop)) continue;
       TSNode body = field(loop, S.f_body);
-      TSNode guard = ts_node_is_null(body) ? TSNode{} : modulo_guard(step, body);
+      TSNode guard = ts_node_is_null(body) ? TSNode{} : modulo_arm(S, file, step, body);
       if (ts_node_is_null(guard)) continue;
       if (!examined.insert(ts_node_start_byte(guard)).second) return;
       // Optimizers stepped on every iteration (a GAN's critic, a second model): beside such
       // a step, which gradients a backward() feeds is not known.
       std::vector<TSNode> unguarded;
       each_call_to(S, file, root, "step", [&](TSNode other, std::string_view other_callee) {
-        if (is_step(other_callee) && ts_node_is_null(modulo_guard(other, body))) unguarded.push_back(other);
+        if (is_step(other_callee) && ts_node_is_null(modulo_arm(S, file, other, body))) unguarded.push_back(other);
       }, body);
       bool found = false;
       each_call_to(S, file, root, "backward", [&](TSNode bw, std::string_view) {
@@ -850,16 +849,16 @@ void annotate_ddp_accumulation(const FileFacts& c) {
         break;
       }
     }
-    if (ts_node_is_null(body) || !ts_node_is_null(modulo_guard(call, body))) continue;
+    if (ts_node_is_null(body) || !ts_node_is_null(modulo_arm(S, file, call, body))) continue;
     bool unguarded_step = false;
     each_call_to(S, file, root, "step", [&](TSNode other, std::string_view other_callee) {
-      if (is_step(other_callee) && ts_node_is_null(modulo_guard(other, body)) && !exclusive(call, other, body))
+      if (is_step(other_callee) && ts_node_is_null(modulo_arm(S, file, other, body)) && !exclusive(call, other, body))
         unguarded_step = true;
     }, body);
     TSNode callee = field(call, S.f_function);
     if (ts_node_symbol(callee) == S.attribute) callee = field(callee, S.f_attribute);
     each_call_to(S, file, root, text_of(callee, t), [&](TSNode other, std::string_view) {
-      if (ts_node_eq(other, call) || !ts_node_is_null(modulo_guard(other, body)) || exclusive(call, other, body)) return;
+      if (ts_node_eq(other, call) || !ts_node_is_null(modulo_arm(S, file, other, body)) || exclusive(call, other, body)) return;
       auto [other_step, other_every_n] = scaler_call(other);
       if (other_step && !other_every_n) unguarded_step = true;
     }, body);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "python/names.h"
 #include "python/program_util.h"
 
 namespace mlsem::python::program {
@@ -99,6 +100,21 @@ bool prose(const Syntax& S, TSNode n) {
   return false;
 }
 
+// Whether bytes [b, e) of the file lie in code (or a string that is not a docstring), not
+// in a comment or docstring.
+bool code_at(const Syntax& S, TSNode root, size_t b, size_t e) {
+  TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(b), static_cast<uint32_t>(e));
+  return !ts_node_is_null(n) && !prose(S, n);
+}
+
+// Whether `w` occurs in `text` (the file's text, or a same-length copy such as its
+// lower-cased form) at a place in code.
+bool written_in_code(const Syntax& S, TSNode root, std::string_view text, std::string_view w) {
+  for (size_t at = text.find(w); at != std::string_view::npos; at = text.find(w, at + 1))
+    if (code_at(S, root, at, at + w.size())) return true;
+  return false;
+}
+
 // Whether the file chooses a number format anywhere, in code or strings (not comments or
 // docstrings): autocast, GradScaler, `.half()`, bf16/fp16 flags (`--amp`, `use_fp16`), a
 // mixed_precision= or precision= setting, a framework that sets it (Accelerate's
@@ -110,13 +126,8 @@ bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
   static constexpr std::string_view kPhrases[] = {".half(", ".double(", "mixed_precision", "precision=",
                                                   "Accelerator(", "import accelerate", "from accelerate"};
   std::string_view t = f.text;
-  auto in_code = [&](size_t b, size_t e) {
-    TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(b), static_cast<uint32_t>(e));
-    return !ts_node_is_null(n) && !prose(S, n);
-  };
   for (std::string_view p : kPhrases)
-    for (size_t at = t.find(p); at != std::string_view::npos; at = t.find(p, at + 1))
-      if (in_code(at, at + p.size())) return true;
+    if (written_in_code(S, root, t, p)) return true;
   for (size_t i = 0; i < t.size();) {
     if (!std::isalnum(static_cast<unsigned char>(t[i]))) {
       ++i;
@@ -128,7 +139,7 @@ bool chooses_precision(const Syntax& S, const SourceFile& f, TSNode root) {
     std::string w = lower_ascii(t.substr(b, i - b));
     bool hit = false;
     for (std::string_view k : kWords) hit |= w == k;
-    if (hit && in_code(b, i)) return true;
+    if (hit && code_at(S, root, b, i)) return true;
   }
   return false;
 }
@@ -195,9 +206,7 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
               contains(t, "matmul.fp32_precision = \"tf32") || contains(t, "matmul.fp32_precision = 'tf32");
   bool opt_in = gpu_opt_in(S, file, root);
   // Datasets of 28x28 or 32x32 images: the models trained on them are small.
-  std::string_view toy;
-  for (std::string_view d : {"FashionMNIST", "KMNIST", "MNIST", "CIFAR100", "CIFAR10", "SVHN"})
-    if (toy.empty() && contains(t, std::string(d) + "(")) toy = d;
+  std::string_view toy = small_image_dataset(t);
   for (ir::Function& fn : out.functions) {
     if (!fn.range.valid()) continue;
     std::vector<std::string> models;  // found when the function has a training loop
@@ -245,14 +254,7 @@ void annotate_fp32_training(const Syntax& S, const SourceFile& file, TSNode root
 void annotate_cudnn_autotune(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
   std::string_view t = file.text;
   if (!contains(t, "__main__") && !contains(t, "argparse")) return;
-  // Whether `w` is written in the code, not only in a comment or docstring.
-  auto in_code = [&](std::string_view text, std::string_view w) {
-    for (size_t at = text.find(w); at != std::string_view::npos; at = text.find(w, at + 1)) {
-      TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(at), static_cast<uint32_t>(at + w.size()));
-      if (!ts_node_is_null(n) && !prose(S, n)) return true;
-    }
-    return false;
-  };
+  auto in_code = [&](std::string_view text, std::string_view w) { return written_in_code(S, root, text, w); };
   for (std::string_view w : {"cudnn.benchmark", "cudnn.deterministic", "use_deterministic_algorithms"})
     if (in_code(t, w)) return;
   std::string lower = lower_ascii(t);
@@ -282,8 +284,8 @@ void annotate_cudnn_autotune(const Syntax& S, const SourceFile& file, TSNode roo
       if (!node) continue;
       node->attrs["conv"] = std::string(conv.substr(0, conv.find('(')));
       node->attrs["fixed_size"] = std::string(fixed.substr(0, fixed.find('(')));
-      for (std::string_view d : {"FashionMNIST(", "KMNIST(", "MNIST("})
-        if (!node->attrs.count("digits") && in_code(t, d)) node->attrs["digits"] = std::string(d.substr(0, d.size() - 1));
+      for (size_t i = 0; i < kDigitDatasets && !node->attrs.count("digits"); ++i)
+        if (in_code(t, std::string(kSmallImageDatasets[i]) + "(")) node->attrs["digits"] = std::string(kSmallImageDatasets[i]);
       return;  // once per file: a setting of the whole run
     }
   }

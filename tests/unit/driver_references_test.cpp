@@ -508,23 +508,25 @@ if __name__ == "__main__":
       if (f.rule == "PRC002") return &f;
     return nullptr;
   };
+  // A project of the script and its setup module.
+  auto project = [](TempDir& dir, const std::string& train, const std::string& setup_utils) {
+    dir.write("pyproject.toml", "[project]\nname = \"cls\"\n");
+    dir.write("train.py", train);
+    dir.write("setup_utils.py", setup_utils);
+  };
   DriverOptions options;
   options.show_demoted = true;
   {
     TempDir dir;
-    dir.write("pyproject.toml", "[project]\nname = \"cls\"\n");
-    dir.write("train.py", script);
-    // A comment or a docstring that names the setting is not a setting.
-    dir.write("setup_utils.py", "# set torch.backends.cudnn.benchmark = True to autotune\ndef init_run(args):\n    return args\n");
+    // A comment that names the setting is not a setting.
+    project(dir, script, "# set torch.backends.cudnn.benchmark = True to autotune\ndef init_run(args):\n    return args\n");
     Report r = analyze_paths({dir.path().string()}, engine(), options);
     ASSERT_NE(prc002(r), nullptr);
     EXPECT_TRUE(prc002(r)->context.empty()) << prc002(r)->context;
   }
   {
     TempDir dir;
-    dir.write("pyproject.toml", "[project]\nname = \"cls\"\n");
-    dir.write("train.py", script);
-    dir.write("setup_utils.py", "import torch\n\n\ndef init_run(args):\n    torch.backends.cudnn.benchmark = True\n");
+    project(dir, script, "import torch\n\n\ndef init_run(args):\n    torch.backends.cudnn.benchmark = True\n");
     Report r = analyze_paths({dir.path().string()}, engine(), options);
     ASSERT_NE(prc002(r), nullptr);
     EXPECT_EQ(prc002(r)->context_kind, "configured");
@@ -544,11 +546,10 @@ if __name__ == "__main__":
   }
   {  // The script sets it itself: no finding at all.
     TempDir dir;
-    dir.write("pyproject.toml", "[project]\nname = \"cls\"\n");
+    const std::string call = "    init_run(args)\n";
     std::string set = script;
-    set.replace(set.find("    init_run(args)\n"), 19, "    init_run(args)\n    torch.backends.cudnn.benchmark = True\n");
-    dir.write("train.py", set);
-    dir.write("setup_utils.py", "def init_run(args):\n    return args\n");
+    set.insert(set.find(call) + call.size(), "    torch.backends.cudnn.benchmark = True\n");
+    project(dir, set, "def init_run(args):\n    return args\n");
     EXPECT_EQ(prc002(analyze_paths({dir.path().string()}, engine(), options)), nullptr);
   }
 }

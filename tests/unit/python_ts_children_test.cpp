@@ -198,17 +198,27 @@ std::string read_file(const std::filesystem::path& p) {
   return o.str();
 }
 
-TEST(TsChildren, MatchesTheCursorAtEveryNodeOfEverySample) {
+// Calls `visit(text, name)` for every Python sample; returns how many there were.
+template <typename Visit>
+size_t each_python_sample(Visit visit) {
   const std::filesystem::path root = std::filesystem::path(MLSEM_SOURCE_DIR) / "samples" / "python";
-  size_t files = 0, nodes = 0, children = 0, comments = 0;
+  size_t files = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
     if (!e.is_regular_file() || e.path().extension() != ".py") continue;
     ++files;
-    Stats st = check_tree(read_file(e.path()), e.path().lexically_relative(root).string());
+    visit(read_file(e.path()), e.path().lexically_relative(root).string());
+  }
+  return files;
+}
+
+TEST(TsChildren, MatchesTheCursorAtEveryNodeOfEverySample) {
+  size_t nodes = 0, children = 0, comments = 0;
+  size_t files = each_python_sample([&](const std::string& text, const std::string& name) {
+    Stats st = check_tree(text, name);
     nodes += st.nodes;
     children += st.children;
     comments += st.skipped;
-  }
+  });
   // Not vacuous: the samples were found and walked, comments among them.
   EXPECT_GE(files, 50u);
   EXPECT_GT(nodes, 100000u);
@@ -309,9 +319,8 @@ TEST(TsChildren, MatchesTheCursorOnAOneMegabyteLine) {
   check_tree(args, "a 1 MB argument list");
 }
 
-// ts_node_parent inside a ParentMemo (python/parent_memo.cpp) against the runtime's own
-// (the parenthesized name is the function, not syntax.h's macro) at every node of the
-// tree, visited last node first (a deep node's descent records its ancestors' parents,
+// parent_of inside a ParentMemo (python/parent_memo.cpp) against the runtime's
+// ts_node_parent at every node of the tree, visited last node first (a deep node's descent records its ancestors' parents,
 // looked up afterwards) and then first node first, each order with a fresh memo.
 size_t check_parents(const std::string& source, const std::string& where) {
   std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
@@ -360,13 +369,9 @@ size_t check_parents(const std::string& source, const std::string& where) {
 }
 
 TEST(ParentMemo, MatchesTheRuntimeAtEveryNodeOfEverySample) {
-  const std::filesystem::path root = std::filesystem::path(MLSEM_SOURCE_DIR) / "samples" / "python";
-  size_t files = 0, nodes = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file() || e.path().extension() != ".py") continue;
-    ++files;
-    nodes += check_parents(read_file(e.path()), e.path().lexically_relative(root).string());
-  }
+  size_t nodes = 0;
+  size_t files = each_python_sample(
+      [&](const std::string& text, const std::string& name) { nodes += check_parents(text, name); });
   EXPECT_GE(files, 50u);
   EXPECT_GT(nodes, 50000u);
 }
