@@ -718,23 +718,8 @@ std::string default_one_option(const Syntax& S, const SourceFile& f, TSNode root
   while (e < cond.size() && (word_byte(cond[e]) || cond[e] == '.')) ++e;
   std::string_view divisor = cond.substr(b, e - b);
   if (divisor.find('.') == std::string_view::npos) return {};
-  std::string_view name = last_part(divisor);
-  std::string found;
-  each_call_to(S, f, root, "add_argument", [&](TSNode call, std::string_view) {
-    TSNode args = field(call, S.f_arguments);
-    if (ts_node_is_null(args) || keyword(S, f, args, "default") != "1") return;
-    for (TSNode a : named_children(args, S.comment)) {
-      if (ts_node_symbol(a) != S.string) continue;
-      std::string flag(text_of(a, f.text));
-      std::string option = flag.size() > 2 ? flag.substr(1, flag.size() - 2) : std::string();
-      std::string bare = option;
-      while (!bare.empty() && bare.front() == '-') bare.erase(bare.begin());
-      for (char& ch : bare)
-        if (ch == '-') ch = '_';
-      if (bare == name && found.empty()) found = option;
-    }
-  });
-  return found;
+  std::string option;
+  return option_default(S, f, root, last_part(divisor), &option) == "1" ? option : std::string();
 }
 
 void annotate_ddp_accumulation(const FileFacts& c) {

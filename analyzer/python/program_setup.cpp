@@ -44,6 +44,41 @@ bool one_device(const Syntax& S, TSNode ids) {
   return items.size() == 1 && ts_node_symbol(items[0]) != S.list_splat;
 }
 
+// Whether a value names one GPU: a string of digits (`"0"`) or an integer literal.
+bool one_gpu_id(std::string_view v) {
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+  if (v.empty()) return false;
+  for (char ch : v)
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
+  return true;
+}
+
+// How the script makes one GPU visible by default, for the evidence: an assignment
+// `os.environ["CUDA_VISIBLE_DEVICES"] = V` where V (through `str(...)`) is a literal id
+// ("0") or an argparse option whose default is one (`opts.gpu_id`, `--gpu_id` default
+// '0'). Empty when no such assignment exists; then as many GPUs as the machine has.
+std::string one_gpu_visible(const Syntax& S, const SourceFile& f, TSNode root) {
+  std::string_view t = f.text;
+  for (size_t at = t.find("CUDA_VISIBLE_DEVICES"); at != std::string_view::npos;
+       at = t.find("CUDA_VISIBLE_DEVICES", at + 1)) {
+    TSNode n = ts_node_descendant_for_byte_range(root, static_cast<uint32_t>(at), static_cast<uint32_t>(at + 20));
+    while (!ts_node_is_null(n) && ts_node_symbol(n) != S.assignment && ts_node_symbol(n) != S.block &&
+           ts_node_symbol(n) != S.module)
+      n = parent_of(n);
+    if (ts_node_is_null(n) || ts_node_symbol(n) != S.assignment) continue;
+    TSNode left = field(n, S.f_left), right = field(n, S.f_right);
+    if (ts_node_is_null(right) || ts_node_symbol(left) != S.subscript || !contains(text_of(left, t), "environ")) continue;
+    std::string_view v = text_of(right, t);
+    if (v.starts_with("str(") && v.ends_with(")")) v = v.substr(4, v.size() - 5);
+    if (one_gpu_id(v)) return "the script sets CUDA_VISIBLE_DEVICES to " + std::string(v);
+    if (v.find('.') == std::string_view::npos) continue;
+    std::string option;
+    std::string dflt = option_default(S, f, root, last_part(v), &option);
+    if (one_gpu_id(dflt)) return "CUDA_VISIBLE_DEVICES comes from " + option + ", whose default is " + dflt;
+  }
+  return {};
+}
+
 // `nn.DataParallel(model)` in a script (a `__main__` guard or argparse) that trains on a
 // GPU: a `data_parallel` node each, not with device_ids of one GPU.
 // DataParallel runs one Python thread per GPU in one process, scatters every batch and
@@ -55,6 +90,7 @@ void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root
   // A training script: a library's wrapper (a Trainer class) leaves the launch to its callers.
   if (!contains(t, "__main__") && !contains(t, "argparse")) return;
   bool ddp_too = !identifiers_named(root, t, "DistributedDataParallel", S.identifier).empty();
+  std::string one_gpu = one_gpu_visible(S, file, root);
   each_call_to(S, file, root, "DataParallel", [&](TSNode n, std::string_view callee) {
     if (callee != "DataParallel" && !callee.ends_with("nn.DataParallel") && !callee.ends_with("parallel.DataParallel"))
       return;
@@ -85,6 +121,7 @@ void annotate_data_parallel(const Syntax& S, const SourceFile& file, TSNode root
     node->attrs["model"] = std::string(text_of(module, t));
     if (ddp_too) node->attrs["ddp_beside"] = true;
     if (warned_beside(S, file, root, n)) node->attrs["warned"] = true;
+    if (!one_gpu.empty()) node->attrs["one_gpu_by_default"] = one_gpu;
   });
 }
 

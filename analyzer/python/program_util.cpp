@@ -81,6 +81,33 @@ TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const
   return first;
 }
 
+std::string option_default(const Syntax& S, const SourceFile& f, TSNode root, std::string_view dest,
+                           std::string* spelled) {
+  std::string found;
+  each_call_to(S, f, root, "add_argument", [&](TSNode call, std::string_view) {
+    TSNode args = field(call, S.f_arguments);
+    if (ts_node_is_null(args) || !found.empty()) return;
+    std::string dflt = keyword(S, f, args, "default");
+    if (dflt.empty() || dflt == "**") return;
+    std::string dest_kw = keyword(S, f, args, "dest");
+    for (TSNode a : named_children(args, S.comment)) {
+      if (ts_node_symbol(a) != S.string) continue;
+      std::string_view flag = text_of(a, f.text);
+      std::string option = flag.size() > 2 ? std::string(flag.substr(1, flag.size() - 2)) : std::string();
+      std::string bare = option;
+      while (!bare.empty() && bare.front() == '-') bare.erase(bare.begin());
+      for (char& ch : bare)
+        if (ch == '-') ch = '_';
+      bool named = dest_kw.size() > 2 ? std::string_view(dest_kw).substr(1, dest_kw.size() - 2) == dest : bare == dest;
+      if (!named) continue;
+      found = dflt;
+      if (spelled) *spelled = option;
+      return;
+    }
+  });
+  return found;
+}
+
 std::string_view with_head(const Syntax& S, const SourceFile& f, TSNode with_statement) {
   TSNode body = ts_node_child_by_field_id(with_statement, S.f_body);
   uint32_t b = ts_node_start_byte(with_statement);

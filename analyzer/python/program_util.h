@@ -78,6 +78,13 @@ std::string_view with_head(const Syntax& S, const SourceFile& f, TSNode with_sta
 // "**" when the call passes **kwargs (anything may be set).
 std::string keyword(const Syntax& S, const SourceFile& f, TSNode args, std::string_view name);
 
+// The default of the argparse option whose destination is `dest` (`--grad-accum-steps` for
+// `grad_accum_steps`), as the file's `add_argument(..., default=...)` spells it; the
+// option as spelled goes to `*spelled` when given. Empty when the file has no such option
+// or it has no default.
+std::string option_default(const Syntax& S, const SourceFile& f, TSNode root, std::string_view dest,
+                           std::string* spelled = nullptr);
+
 // Whether a region attribute is a true bool.
 bool flag_of(const ir::Region& r, const char* name);
 
