@@ -8,8 +8,9 @@ softmax and dropout before the product with the values.
 
 Expected findings:
 - ATT001 at `attn_output = torch.matmul(attn_weights, value)` in `_attn`.
-Known miss: FUS002 on the MLP's `self.act(hidden_states)`. c_fc is a GEMM feeding the
-GELU, but through a same-file Conv1D module (addmm on its own weights), not nn.Linear.
+Not reported: FUS002 (a hint at most) on the MLP's `self.act(hidden_states)`. c_fc is a GEMM feeding the
+GELU, but through a same-file Conv1D module (addmm on its own weights), not nn.Linear:
+a known miss.
 """
 
 import torch
@@ -98,6 +99,6 @@ class GPT2MLP(nn.Module):
 
     def forward(self, hidden_states):
         hidden_states = self.c_fc(hidden_states)
-        hidden_states = self.act(hidden_states)  # todo-expect: FUS002
+        hidden_states = self.act(hidden_states)
         hidden_states = self.c_proj(hidden_states)
         return self.dropout(hidden_states)

@@ -9,7 +9,7 @@ module does the same with a sliding window (band) mask.
 Expected findings:
 - ATT001 at `out = torch.matmul(probs, v)` in CausalHead.forward.
 - ATT001 at `return probs @ v` in SlidingWindowHead.forward.
-- FUS002 at the feed-forward's `F.relu(self.fc(x))`.
+- FUS002 (a hint, below the default threshold) at the feed-forward's `F.relu(self.fc(x))`.
 """
 
 import torch
@@ -68,7 +68,7 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
-        x = F.relu(self.fc(x))  # expect: FUS002
+        x = F.relu(self.fc(x))  # hint: FUS002
         return self.dropout(self.proj(x))
 
 

@@ -8,7 +8,7 @@ Expected findings:
 - NRM001 in BertLayerNorm.forward, on the line computing the normalized x.
 - ACT001 in gelu(): 0.5 * x * (1 + erf(x / sqrt(2))).
 - ATT001 at `context_layer = torch.matmul(attention_probs, value_layer)`.
-- FUS002 on the intermediate layer's activation (a configured ACT2FN module between the
+- FUS002 (a hint, below the default threshold) on the intermediate layer's activation (a configured ACT2FN module between the
   intermediate and output Linear layers, seen where BertLayer inlines both).
 Not expected: FUS002 at the pooler's `self.activation(pooled_output)` (dense -> tanh
 on the first token only: one vector per sequence, cold code).
@@ -87,7 +87,7 @@ class BertIntermediate(nn.Module):
 
     def forward(self, hidden_states):
         hidden_states = self.dense(hidden_states)
-        return self.intermediate_act_fn(hidden_states)  # expect: FUS002
+        return self.intermediate_act_fn(hidden_states)  # hint: FUS002
 
 
 class BertOutput(nn.Module):

@@ -64,7 +64,7 @@ class SiLUMLP(nn.Module):
         self.fc2 = nn.Linear(hidden, dim)
 
     def forward(self, x):
-        h = F.silu(self.fc1(x))  # ok: FUS001  # expect: FUS002
+        h = F.silu(self.fc1(x))  # ok: FUS001  # hint: FUS002
         return self.fc2(h)
 
 

@@ -60,5 +60,5 @@ class Mlp(nn.Module):
 
     def forward(self, x):
         h = self.fc1(x)
-        h = F.gelu(h, approximate=self.approximate)  # ok: ACT001  # expect: FUS002
+        h = F.gelu(h, approximate=self.approximate)  # ok: ACT001  # hint: FUS002
         return self.fc2(h)

@@ -9,7 +9,7 @@ Expected findings:
 - NRM002 in T5LayerNorm.forward, the line multiplying by rsqrt(variance + eps).
 - ATT001 at `attn_output = torch.matmul(attn_weights, value_states)`: the position
   bias is an additive float mask, which F.scaled_dot_product_attention accepts.
-- FUS002 at `hidden_states = self.act(hidden_states)` in T5DenseActDense (wi -> ReLU).
+- FUS002 (a hint, below the default threshold) at `hidden_states = self.act(hidden_states)` in T5DenseActDense (wi -> ReLU).
 - FUS001 at the gated-GELU product in T5DenseGatedActDense, and no FUS002 on its
   wi_0 -> GELU line: the fused gate FUS001 proposes absorbs that epilogue too.
 """
@@ -78,7 +78,7 @@ class T5DenseActDense(nn.Module):
 
     def forward(self, hidden_states):
         hidden_states = self.wi(hidden_states)
-        hidden_states = self.act(hidden_states)  # expect: FUS002
+        hidden_states = self.act(hidden_states)  # hint: FUS002
         hidden_states = self.dropout(hidden_states)
         return self.wo(hidden_states)
 

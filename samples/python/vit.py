@@ -6,7 +6,7 @@ multi-head attention with a fused qkv projection split by reshape + permute and
 
 Expected findings:
 - ATT001 at `x = (attn @ v)...`: attention written out.
-- FUS002 at `x = self.act(x)` in Mlp: the fc1 Linear feeds a GELU.
+- FUS002 (a hint, below the default threshold) at `x = self.act(x)` in Mlp: the fc1 Linear feeds a GELU.
 Not expected: the patch-embedding conv (followed by a reshape, no activation), the
 LayerNorms (modules), the classification head (no softmax in forward), and the
 softmax in predict() (class probabilities, not attention).
@@ -65,7 +65,7 @@ class Mlp(nn.Module):
 
     def forward(self, x):
         x = self.fc1(x)
-        x = self.act(x)  # expect: FUS002
+        x = self.act(x)  # hint: FUS002
         x = self.drop(x)
         x = self.fc2(x)
         return self.drop(x)

@@ -116,10 +116,9 @@ TEST_P(GoldenTest, FindingsMatchMarks) {
 
   // Marks state what a user sees by default; quieter findings are hints, counted in
   // the calibration table's lowest band.
-  std::vector<Finding> shown;
-  for (const Finding& f : report.findings)
-    if (f.confidence >= kDefaultMinConfidence) shown.push_back(f);
-  for (const std::string& problem : compare(file, parsed.marks, shown).problems) ADD_FAILURE() << problem;
+  std::vector<Finding> shown, quiet;
+  for (const Finding& f : report.findings) (f.confidence >= kDefaultMinConfidence ? shown : quiet).push_back(f);
+  for (const std::string& problem : compare(file, parsed.marks, shown, quiet).problems) ADD_FAILURE() << problem;
 }
 
 std::string test_name(const testing::TestParamInfo<std::string>& info) {

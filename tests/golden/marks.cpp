@@ -15,6 +15,7 @@ constexpr Keyword kKeywords[] = {
     {"todo-ok", MarkKind::TodoOk},
     {"expect", MarkKind::Expect},
     {"ok", MarkKind::Ok},
+    {"hint", MarkKind::Hint},
 };
 
 bool is_rule_id(std::string_view id) {
@@ -89,7 +90,7 @@ std::string describe(const Finding& f) {
 }  // namespace
 
 Comparison compare(const std::string& path, const std::vector<Mark>& marks,
-                   const std::vector<Finding>& findings) {
+                   const std::vector<Finding>& findings, const std::vector<Finding>& quiet) {
   Comparison out;
   std::vector<bool> mark_hit(marks.size(), false);
   for (const Finding& f : findings) {
@@ -111,6 +112,10 @@ Comparison compare(const std::string& path, const std::vector<Mark>& marks,
           out.problems.push_back(where + "a known miss is now reported (make the mark 'expect: " +
                                  m.rule + "' if right): " + describe(f));
           break;
+        case MarkKind::Hint:
+          out.problems.push_back(where + "shown by default on a line marked 'hint: " + m.rule +
+                                 "' (expected below the default threshold): " + describe(f));
+          break;
       }
     }
     out.right.push_back(expected);
@@ -127,6 +132,12 @@ Comparison compare(const std::string& path, const std::vector<Mark>& marks,
       else out.problems.push_back(where + "missed: no " + m.rule + " finding covers this line");
     } else if (m.kind == MarkKind::TodoExpect) {
       ++out.todo_expect_marks;
+    } else if (m.kind == MarkKind::Hint) {
+      ++out.hint_marks;
+      bool hinted = false;
+      for (const Finding& f : quiet) hinted |= covers(f, m);
+      if (hinted) ++out.hint_found;
+      else if (!mark_hit[i]) out.problems.push_back(where + "missed: no " + m.rule + " finding below the default threshold covers this line");
     } else if (m.kind == MarkKind::TodoOk && !mark_hit[i]) {
       out.problems.push_back(where + "a known false positive is no longer reported (make the mark 'ok: " +
                              m.rule + "')");
@@ -162,6 +173,7 @@ const char* to_string(MarkKind kind) {
     case MarkKind::Ok: return "ok";
     case MarkKind::TodoExpect: return "todo-expect";
     case MarkKind::TodoOk: return "todo-ok";
+    case MarkKind::Hint: return "hint";
   }
   return "?";
 }

@@ -17,6 +17,7 @@ enum class MarkKind {
   Ok,          // no finding of the rule may cover the line
   TodoExpect,  // known miss: must not be reported yet (counted in recall)
   TodoOk,      // known false positive: is reported, counted as wrong
+  Hint,        // a finding of the rule must cover the line, below the default threshold
 };
 
 struct Mark {
@@ -39,7 +40,7 @@ struct ParsedMarks {
 };
 
 // Finds every mark in `text`: `comment_prefix` ("#" or "//"), optional spaces, a
-// keyword (expect, ok, todo-expect, todo-ok), ':' and a comma-separated list of
+// keyword (expect, ok, todo-expect, todo-ok, hint), ':' and a comma-separated list of
 // rule ids (capital letters then digits). Several marks may share a line.
 ParsedMarks parse_marks(std::string_view text, std::string_view comment_prefix);
 
@@ -49,7 +50,9 @@ std::string_view comment_prefix_for(std::string_view path);
 const char* to_string(MarkKind kind);
 
 // How one file's findings compare with its marks. A finding matches a mark of the
-// same rule when its range (begin.line..end.line) covers the mark's line.
+// same rule when its range (begin.line..end.line) covers the mark's line. `findings` are
+// those shown by default; `quiet` those reported below the default threshold, which only
+// `hint` marks speak about.
 struct Comparison {
   // One line per failure, "path:line: ..." naming the rule and the finding's message.
   std::vector<std::string> problems;
@@ -59,9 +62,11 @@ struct Comparison {
   size_t expect_marks = 0;
   size_t expect_found = 0;
   size_t todo_expect_marks = 0;
+  size_t hint_marks = 0;
+  size_t hint_found = 0;
 };
 
 Comparison compare(const std::string& path, const std::vector<Mark>& marks,
-                   const std::vector<Finding>& findings);
+                   const std::vector<Finding>& findings, const std::vector<Finding>& quiet = {});
 
 }  // namespace mlsem::golden

@@ -13,13 +13,15 @@ TEST(GoldenMarks, ReadsEachKindOnItsLine) {
       "y = att @ v  # expect: ATT001\n"
       "p = logits.softmax(-1)  # ok: ATT001\n"
       "x = a * b  # todo-expect: FUS001\n"
-      "z = f(x)  # todo-ok: FUS003\n",
+      "z = f(x)  # todo-ok: FUS003\n"
+      "h = F.relu(self.fc1(x))  # hint: FUS002\n",
       "#");
   EXPECT_TRUE(parsed.errors.empty());
   EXPECT_EQ(parsed.marks, (std::vector<Mark>{{MarkKind::Expect, "ATT001", 2},
                                               {MarkKind::Ok, "ATT001", 3},
                                               {MarkKind::TodoExpect, "FUS001", 4},
-                                              {MarkKind::TodoOk, "FUS003", 5}}));
+                                              {MarkKind::TodoOk, "FUS003", 5},
+                                              {MarkKind::Hint, "FUS002", 6}}));
 }
 
 TEST(GoldenMarks, SplitsRuleListsAndSeveralMarksOnALine) {
@@ -167,6 +169,24 @@ TEST(GoldenCompare, TodoMarksFailWhenTheyStopBeingTrue) {
   EXPECT_EQ(c.problems.size(), 2u);
   EXPECT_TRUE(mentions(c.problems, "a.py:3: a known miss is now reported"));
   EXPECT_TRUE(mentions(c.problems, "a.py:5: a known false positive is no longer reported"));
+}
+
+TEST(GoldenCompare, HintMarksWantAQuietFindingAndNoShownOne) {
+  std::vector<Mark> marks = {{MarkKind::Hint, "FUS002", 7}};
+  // Reported below the default threshold: as marked.
+  Comparison c = compare("a.py", marks, {}, {finding("FUS002", 7, 7)});
+  EXPECT_TRUE(c.problems.empty());
+  EXPECT_EQ(c.hint_marks, 1u);
+  EXPECT_EQ(c.hint_found, 1u);
+  // Not reported at all, or reported on another line: a miss.
+  c = compare("a.py", marks, {}, {finding("FUS002", 8, 8)});
+  EXPECT_EQ(c.hint_found, 0u);
+  EXPECT_TRUE(mentions(c.problems, "a.py:7: missed: no FUS002 finding below the default threshold"));
+  // Shown by default: the finding is on the marked line but too loud.
+  c = compare("a.py", marks, {finding("FUS002", 7, 7)}, {});
+  EXPECT_EQ(c.right, std::vector<bool>{false});
+  EXPECT_EQ(c.problems.size(), 1u);
+  EXPECT_TRUE(mentions(c.problems, "a.py:7: shown by default on a line marked 'hint: FUS002'"));
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ class ToyVisionMLP(nn.Module):
 
     def forward(self, hidden_states):
         hidden_states = self.fc1(hidden_states)
-        hidden_states = self.act(hidden_states)  # expect: FUS002
+        hidden_states = self.act(hidden_states)  # hint: FUS002
         return self.fc2(hidden_states)
 
 

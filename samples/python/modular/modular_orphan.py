@@ -4,7 +4,7 @@ No file beside this one names it as its source (there is no modeling_orphan.py, 
 modeling_toy.py's header names modular_toy.py), so its findings are reported.
 
 Expected findings:
-- FUS002 on OrphanMLP's activation.
+- FUS002 (a hint, below the default threshold) on OrphanMLP's activation.
 """
 import torch.nn as nn
 
@@ -17,7 +17,7 @@ class OrphanMLP(nn.Module):
 
     def forward(self, hidden_states):
         hidden_states = self.fc1(hidden_states)
-        hidden_states = nn.functional.gelu(hidden_states)  # expect: FUS002
+        hidden_states = nn.functional.gelu(hidden_states)  # hint: FUS002
         return self.fc2(hidden_states)
 
 
