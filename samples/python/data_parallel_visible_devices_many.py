@@ -18,13 +18,15 @@ def main(loader):
     args = parser.parse_args()
     os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu_ids
     model = nn.DataParallel(nn.Linear(1024, 1000)).cuda()  # expect: TRN003
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    for x, y in loader:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    for step, (images, labels) in enumerate(loader):
+        images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(x.cuda()), y.cuda())
-        optimizer.zero_grad()
+            logits = model(images)
+        loss = F.cross_entropy(logits.float(), labels)
         loss.backward()
         optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
 
 
 if __name__ == "__main__":
