@@ -7,7 +7,7 @@ as in Gemma 2) before the mask.
 
 Expected findings:
 - ATT001 at `out = probs @ v` in UpcastAttention.forward.
-- FUS003 at the soft-cap line: scale, divide, tanh, multiply on the score tensor,
+- FUS003 (a hint, below the default threshold) at the soft-cap line: scale, divide, tanh, multiply on the score tensor,
   each intermediate used once (the chain ends on that line).
 Not expected: ATT001 in SoftcappedAttention: F.scaled_dot_product_attention has no
 soft-cap, so its fix does not apply (FlexAttention's score_mod would).
@@ -63,7 +63,7 @@ class SoftcappedAttention(nn.Module):
         v = self.v_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
 
         scores = torch.matmul(q, k.transpose(2, 3)) * self.scaling
-        scores = torch.tanh(scores / self.softcap) * self.softcap  # expect: FUS003
+        scores = torch.tanh(scores / self.softcap) * self.softcap  # hint: FUS003
         scores = scores + attention_mask
         probs = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         out = torch.matmul(probs, v)  # ok: ATT001

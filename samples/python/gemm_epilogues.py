@@ -9,7 +9,7 @@ activation of the input, and an MLP under @torch.compile (which already fuses).
 Expected findings:
 - FUS002 (a hint, below the default threshold) on the activation line of functional_mlp, MethodReluMLP and Discriminator:
   an activation between two GEMMs.
-- FUS003 on GatedResidual's blend: subtract, multiply, add in a row (torch.lerp).
+- FUS003 (a hint, below the default threshold) on GatedResidual's blend: subtract, multiply, add in a row (torch.lerp).
 Not expected: FUS002 on ValueHead (a head: one small vector per state, demoted below
 the default threshold), GatedResidual (a sigmoid gate no second GEMM reads), NormedProjection, PolicyHead, input_activation and
 compiled_mlp (torch.compile is the rule's own fix).
@@ -38,7 +38,7 @@ class GatedResidual(nn.Module):
 
     def forward(self, x, residual):
         g = torch.sigmoid(self.gate(torch.cat([x, residual], dim=-1)))  # ok: FUS002
-        return g * x + (1 - g) * residual  # expect: FUS003
+        return g * x + (1 - g) * residual  # hint: FUS003
 
 
 def functional_mlp(x, w1, b1, w2, b2):

@@ -12,7 +12,7 @@ Expected findings:
   PowRMSNorm (each with its own message: Llama's weight-after-downcast form is flagged as
   differing from F.rms_norm in the last bit, OLMo 2's as the same numbers).
 - NRM001 in TokenStandardize (no affine) and VarMeanLayerNorm.
-- FUS003 (preview) on LayerNorm2d's normalization and the focal weights: pointwise chains.
+- FUS003 (a hint, below the default threshold) (preview) on LayerNorm2d's normalization and the focal weights: pointwise chains.
 Not expected: NRM001 in UnbiasedLayerNorm at the default --min-confidence (reported below
 it, saying that F.layer_norm changes the results slightly); NRM002 on l2_normalize_eps (x / (||x|| + eps), no 1/sqrt(d): F.normalize);
 NRM001 on LayerNorm2d (over channels, dim 1: F.layer_norm needs a permute); LOS001 on
@@ -115,11 +115,11 @@ class LayerNorm2d(nn.Module):
 
     def forward(self, x):
         s, u = torch.var_mean(x, dim=1, unbiased=False, keepdim=True)
-        x = (x - u) * torch.rsqrt(s + self.eps)  # ok: NRM001  # expect: FUS003
+        x = (x - u) * torch.rsqrt(s + self.eps)  # ok: NRM001  # hint: FUS003
         return x * self.weight[:, None, None] + self.bias[:, None, None]
 
 
 def focal_weighted(logits: torch.Tensor, gamma: float = 2.0) -> torch.Tensor:
     log_probs = F.log_softmax(logits, dim=-1)
-    weights = torch.pow(1 - log_probs.exp(), gamma)  # expect: FUS003
+    weights = torch.pow(1 - log_probs.exp(), gamma)  # hint: FUS003
     return log_probs * weights  # ok: LOS001

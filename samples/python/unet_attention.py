@@ -6,7 +6,7 @@ self-attention block whose scores are `torch.einsum('bid,bjd->bij', q, k) * scal
 
 Expected findings:
 - ATT001 at the second einsum (weights · v) in SpatialSelfAttention.forward.
-- FUS003 at the residual block's `h = self.dropout(h)`: sigmoid, multiply (the swish)
+- FUS003 (a hint, below the default threshold) at the residual block's `h = self.dropout(h)`: sigmoid, multiply (the swish)
   and dropout run as three kernels over the full feature map.
 Not expected:
 - FUS001 on `x * torch.sigmoid(x)`: swish of one tensor, no gate and value pair.
@@ -62,7 +62,7 @@ class ResnetBlock(nn.Module):
         h = h + self.temb_proj(nonlinearity(temb))[:, :, None, None]
         h = self.norm2(h)
         h = nonlinearity(h)
-        h = self.dropout(h)  # expect: FUS003
+        h = self.dropout(h)  # hint: FUS003
         h = self.conv2(h)
         return self.nin_shortcut(x) + h
 

@@ -323,11 +323,14 @@ namespace {
 TEST(CliPreview, PreviewRulesRunOnlyWhenAskedFor) {
   test_support::TempDir dir;
   dir.write("chain.py", "import torch\n\n\ndef f(x: torch.Tensor):\n    return torch.exp(torch.tanh(x) * 2.0 + 1.0)\n");
-  EXPECT_EQ(mlsem("analyze chain.py", dir.str()).code, 0);
-  Outcome preview = mlsem("analyze --preview chain.py", dir.str());
+  // FUS003 is a preview rule and a hint (below the default --min-confidence): even with
+  // every confidence shown, it runs only under --preview or --select.
+  EXPECT_EQ(mlsem("analyze --min-confidence 0 chain.py", dir.str()).code, 0);
+  EXPECT_EQ(mlsem("analyze --preview chain.py", dir.str()).code, 0);
+  Outcome preview = mlsem("analyze --preview --min-confidence 0 chain.py", dir.str());
   EXPECT_EQ(preview.code, 1);
   EXPECT_NE(preview.out.find("FUS003"), std::string::npos) << preview.out;
-  EXPECT_NE(mlsem("analyze --select FUS003 chain.py", dir.str()).out.find("FUS003"), std::string::npos);
+  EXPECT_NE(mlsem("analyze --select FUS003 --min-confidence 0 chain.py", dir.str()).out.find("FUS003"), std::string::npos);
 }
 
 }  // namespace
