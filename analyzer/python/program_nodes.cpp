@@ -108,14 +108,18 @@ void annotate_data_loaders(const FileFacts& c) {
     if (ts_node_is_null(args)) return;
     std::string workers = keyword(S, file, args, "num_workers"), pin = keyword(S, file, args, "pin_memory");
     if (workers == "**" || pin == "**") return;
-    ir::Node* node = add_node(out, range_of(n), "data_loader");
-    if (!node) return;
-    node->attrs["callee"] = std::string("torch.utils.data.DataLoader");
     std::vector<TSNode> a = named_children(args, S.comment);
     TSNode dataset = !a.empty() && ts_node_symbol(a[0]) != S.keyword_argument ? a[0] : TSNode{};
     for (TSNode k : a)
       if (ts_node_symbol(k) == S.keyword_argument && text_of(field(k, S.f_name), file.text) == "dataset")
         dataset = field(k, S.f_value);
+    // `DataLoader(range(n), batch_size, shuffle=True)`: a shuffler of indices, which the
+    // step then uses to slice tensors it already holds. Nothing is loaded; workers would
+    // only hand back integers.
+    if (!ts_node_is_null(dataset) && text_of(dataset, file.text).starts_with("range(")) return;
+    ir::Node* node = add_node(out, range_of(n), "data_loader");
+    if (!node) return;
+    node->attrs["callee"] = std::string("torch.utils.data.DataLoader");
     if (!ts_node_is_null(dataset)) {
       std::string cls = dataset_class(S, file, root, n, dataset);
       std::string name = lower_ascii(text_of(dataset, file.text));
@@ -447,9 +451,69 @@ std::string interval_guard(const Syntax& S, const SourceFile& f, TSNode n) {
 // like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
 // code, never turns autograd off itself, and no call of it in this file does either;
 // the loop neither calls backward() nor steps an optimizer. GPU files only.
+// The models whose every parameter the file freezes: `model.requires_grad_(False)`, or
+// `p.requires_grad = False` in a loop over `model.parameters()` (or named_parameters(),
+// KAIR's `for k, v in model.named_parameters(): v.requires_grad = False`), each with the
+// place it happens. A forward of such a model with inputs that need no grad records no graph.
+struct Frozen {
+  std::string model;
+  uint32_t at;        // the byte where the file freezes it
+  bool module_level;  // outside any function: for every function of the file
+};
+bool at_module_level(const Syntax& S, TSNode n) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
+    if (ts_node_symbol(p) == S.function_definition) return false;
+  return true;
+}
+
+std::vector<Frozen> frozen_models(const Syntax& S, const SourceFile& f, TSNode root) {
+  std::vector<Frozen> frozen;
+  std::string_view t = f.text;
+  if (!contains(t, "requires_grad")) return frozen;
+  each_call_to(S, f, root, "requires_grad_", [&](TSNode call, std::string_view callee) {
+    std::string_view args = text_of(field(call, S.f_arguments), t);
+    if (callee.size() > 15 && (args == "(False)" || args == "(requires_grad=False)"))
+      frozen.push_back({std::string(callee.substr(0, callee.size() - 15)), ts_node_start_byte(call), at_module_level(S, call)});
+  });
+  for (TSNode id : identifiers_named(root, t, "requires_grad", S.identifier)) {
+    TSNode attr = parent_of(id), assign = ts_node_is_null(attr) ? TSNode{} : parent_of(attr);
+    if (ts_node_is_null(assign) || ts_node_symbol(assign) != S.assignment || !ts_node_eq(field(assign, S.f_left), attr) ||
+        text_of(field(assign, S.f_right), t) != "False")
+      continue;
+    std::string_view param = text_of(field(attr, S.f_object), t);
+    for (TSNode p = parent_of(assign); !ts_node_is_null(p) && ts_node_symbol(p) != S.function_definition; p = parent_of(p)) {
+      if (ts_node_symbol(p) != S.for_statement) continue;
+      std::string_view target = text_of(field(p, S.f_left), t), over = text_of(field(p, S.f_right), t);
+      if (target != param && !target.ends_with(", " + std::string(param)) && !target.ends_with("," + std::string(param)))
+        break;
+      for (std::string_view m : {".parameters()", ".named_parameters()"})
+        if (over.ends_with(m))
+          frozen.push_back({std::string(over.substr(0, over.size() - m.size())), ts_node_start_byte(p), at_module_level(S, p)});
+      break;
+    }
+  }
+  return frozen;
+}
+
+// Whether a `generate` method runs without autograd: one defined in this file has a
+// no_grad/inference_mode decorator or body; one defined elsewhere (transformers', a
+// project's model module) is taken to, as transformers' is.
+bool generate_grad_off(const Syntax& S, const SourceFile& f, TSNode root) {
+  bool defined = false, off = false;
+  for (TSNode id : identifiers_named(root, f.text, "generate", S.identifier)) {
+    TSNode def = parent_of(id);
+    if (ts_node_is_null(def) || ts_node_symbol(def) != S.function_definition || !ts_node_eq(field(def, S.f_name), id))
+      continue;
+    defined = true;
+    off |= grad_off_at(S, f, id) || disables_grad(text_of(field(def, S.f_body), f.text));
+  }
+  return !defined || off;
+}
+
 void annotate_eval_loops(const FileFacts& c) {
   const auto& [S, file, root, out, gpu, trains] = c;
   if (!gpu) return;
+  std::vector<Frozen> frozen = frozen_models(S, file, root);
   for (ir::Function& fn : out.functions) {
     if (!fn.range.valid()) continue;
     std::string_view name = last_part(fn.name);
@@ -500,8 +564,19 @@ void annotate_eval_loops(const FileFacts& c) {
       // The first call of a model in the loop, `model.generate(...)` included.
       TSNode first = first_model_call(S, file, root, models, reg.range.begin_byte, reg.range.end_byte, true);
       if (ts_node_is_null(first)) continue;
+      std::string_view callee = text_of(field(first, S.f_function), file.text);
+      std::string_view receiver = callee.ends_with(".generate") ? callee.substr(0, callee.size() - 9) : callee;
+      // Frozen before the loop, in this function or at the top of the file: no graph is
+      // recorded, so there is nothing to turn off.
+      bool frozen_here = false;
+      for (const Frozen& z : frozen)
+        frozen_here |= z.model == receiver && (z.module_level || (fn.range.begin_byte <= z.at && z.at < reg.range.begin_byte));
+      if (frozen_here) continue;
       ir::Node& node = push_node(fn, range_of(first), "eval_loop");
-      node.attrs["model"] = std::string(text_of(field(first, S.f_function), file.text));
+      node.attrs["model"] = std::string(callee);
+      // `model.generate(...)`: transformers' generate() runs under torch.no_grad(), as do
+      // most projects' own; one defined in this file is read for its decorators.
+      if (callee.ends_with(".generate") && generate_grad_off(S, file, root)) node.attrs["generate"] = true;
       node.attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
       if (!named) node.attrs["eval_mode_only"] = true;
       if (fn.name.find('.') != std::string::npos) node.attrs["method"] = true;

@@ -9,7 +9,8 @@ default --min-confidence) on the evaluation loader that has workers but no pinne
 one fixed batch with next(iter(...)) outside any loop, and on loaders of
 in-memory datasets: a TensorDataset, a replay buffer, and a class whose __getitem__ only
 indexes what __init__ built. A dataset that reads its files in __getitem__ is still
-reported.
+reported. Nor on a loader over `range(n)` (benchmarking-gnns' edge batches): it only
+shuffles indices into tensors the step already holds, and workers would hand back integers.
 """
 
 import torch
@@ -70,7 +71,8 @@ def train_small(model, optimizer, paths, self_play):
     files = ImageFiles(paths)
     file_loader = DataLoader(files, batch_size=32)  # expect: DAT001
     replay_loader = DataLoader(self_play.replay_buffer, batch_size=64)  # ok: DAT001
-    for loader in (toy_loader, tensor_loader, file_loader, replay_loader):
+    index_loader = DataLoader(range(4096), 256, shuffle=True)  # ok: DAT001
+    for loader in (toy_loader, tensor_loader, file_loader, replay_loader, index_loader):
         for x, y in loader:
             F.mse_loss(model(x.to(device)), y.to(device)).backward()
             optimizer.step()
