@@ -33,8 +33,11 @@ bool periodic_condition(std::string_view c) {
   if (contains(c, "%")) return true;  // step % log_interval == 0
   if (contains(c, "== 0") || contains(c, "==0") || contains(c, "== 1")) return true;  // i == 0
   // ... or a helper named so: `divisible_by(step, validate_every)`.
-  for (std::string_view w : {"log", "verbose", "debug", "print", "report", "display", "save", "checkpoint",
-                             "is_last", "last_step", "should_", "eval", "profil", "divisible"})
+  // "log" as in log_interval or do_log, not logits or logit_normal.
+  for (size_t at = c.find("log"); at != std::string_view::npos; at = c.find("log", at + 1))
+    if (c.substr(at, 5) != "logit") return true;
+  for (std::string_view w : {"verbose", "debug", "print", "report", "display", "save", "checkpoint", "is_last",
+                             "last_step", "should_", "eval", "profil", "divisible"})
     if (contains(c, w)) return true;
   return false;
 }
@@ -392,6 +395,7 @@ struct StepFacts {
   struct Site {
     uint32_t begin, end;
     std::string line;
+    bool copy = false;  // a blocking copy to the GPU (the rest read back or wait)
   };
   std::vector<Site> displays, shape_syncs;
 };
@@ -457,8 +461,10 @@ void scan_step(const Syntax& S, const SourceFile& f, TSNode n, bool guarded, Ste
       if (contains(t, ".item()") || contains(t, ".tolist()") || contains(t, ".cpu()"))
         out.displays.push_back({ts_node_start_byte(n), ts_node_end_byte(n), line_of(n)});
     }
-    if (shape_sync(S, f, n) || (!conditional && (explicit_wait(S, f, n) || blocking_copy(S, f, n))))
+    if (shape_sync(S, f, n) || (!conditional && explicit_wait(S, f, n)))
       out.shape_syncs.push_back({ts_node_start_byte(n), ts_node_end_byte(n), line_of(n)});
+    else if (!conditional && blocking_copy(S, f, n))
+      out.shape_syncs.push_back({ts_node_start_byte(n), ts_node_end_byte(n), line_of(n), true});
   }
   if (k == S.if_statement || k == S.elif_clause) {
     // A periodic branch, and a branch that leaves the loop (an abort), do not run every step.
@@ -498,12 +504,73 @@ std::string abort_branch(const Syntax& S, const SourceFile& file, TSNode root, c
                                                                              : "abort";
 }
 
-}  // namespace
+// Whether a factory call's size is a whole tensor's shape (`x.shape`, `x.size()`), not
+// one of its dimensions (`x.shape[0]`, `x.size(0)`).
+bool whole_shape(std::string_view t) {
+  for (size_t at = t.find(".shape"); at != std::string_view::npos; at = t.find(".shape", at + 1))
+    if (at + 6 >= t.size() || t[at + 6] != '[') return true;
+  return contains(t, ".size()");
+}
 
-void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
-  const Syntax& S = Syntax::get();
-  bool gpu_file = program::gpu_text(file.text);
-  program::annotate_nodes(file, root, out, gpu_file);
+// Whether a read from the GPU (a `sync` node) runs on every step it sits in: not under a
+// periodic guard, of a tensor (not a Python number), not a module moved to the host.
+bool waits_every_step(const ir::Node& node) {
+  return node.op == "sync" && node.range.valid() && !node.attrs.count("guarded") && !node.attrs.count("host_value") &&
+         !node.attrs.count("module_move");
+}
+
+// Host tensors moved to the GPU (`host_tensor`, PLC001) and pinned batches copied without
+// non_blocking (`blocking_copy`, PLC002): the periodic guard they run under (`guarded`:
+// an evaluation pass every N steps), and another place where the same step waits for the
+// GPU anyway (`step_waits`: a read such as loss.item(), a synchronize, a scaler's step, a
+// shape-dependent op; for a host tensor also a blocking copy of other data). Such a copy
+// then finds the queue empty: what it costs is its own transfer, not a wait. The step is
+// the training loop around the copy or, outside one, the innermost loop (an inference
+// pass). A pinned-batch copy is not counted as another's wait: consecutive copies of one
+// batch are one finding.
+void annotate_copy_waits(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
+  std::map<uint32_t, StepFacts> steps;  // by the step loop's first byte
+  for (ir::Function& fn : out.functions) {
+    std::vector<Range> factories;  // host tensors' own copies are not other waits
+    for (const ir::Node& node : fn.nodes)
+      if (node.op == "host_tensor" && node.range.valid()) factories.push_back(node.range);
+    for (ir::Node& node : fn.nodes) {
+      bool host = node.op == "host_tensor";
+      if ((!host && node.op != "blocking_copy") || !node.range.valid()) continue;
+      Facts facts = walk(S, file, root, node.range);
+      TSNode step = facts.step_loop;
+      for (TSNode p = ts_node_descendant_for_byte_range(root, node.range.begin_byte, node.range.end_byte);
+           ts_node_is_null(step) && !ts_node_is_null(p) && ts_node_symbol(p) != S.function_definition; p = parent_of(p))
+        if (ts_node_symbol(p) == S.for_statement || ts_node_symbol(p) == S.while_statement) step = p;
+      if (ts_node_is_null(step)) continue;  // a forward: its step is its caller's
+      if (!facts.guard.empty()) node.attrs["guarded"] = facts.guard;
+      // Random numbers of a whole batch's shape (`torch.randn(x.shape)`): the host draws
+      // them slowly, whatever else the step waits on.
+      if (host && node.attrs.count("random") && whole_shape(file.slice(node.range))) continue;
+      auto [it, fresh] = steps.try_emplace(ts_node_start_byte(step));
+      if (fresh) scan_step(S, file, field(step, S.f_body), false, it->second, false);
+      uint32_t from = ts_node_start_byte(step), to = ts_node_end_byte(step);
+      std::string wait;
+      for (const ir::Node& other : fn.nodes)
+        if (wait.empty() && waits_every_step(other) && other.range.begin_byte >= from && other.range.end_byte <= to)
+          wait = "line " + std::to_string(other.range.begin.line);
+      for (const StepFacts::Site& site : it->second.shape_syncs) {
+        if (!wait.empty()) break;
+        if (site.begin <= node.range.begin_byte && node.range.end_byte <= site.end) continue;  // itself
+        if (site.copy && !host) continue;
+        bool factory = false;
+        for (const Range& r : factories) factory |= site.begin <= r.begin_byte && r.end_byte <= site.end;
+        if (!factory) wait = "line " + site.line;
+      }
+      if (!wait.empty()) node.attrs["step_waits"] = wait;
+    }
+  }
+}
+
+
+// The facts of each read from the GPU (`sync` nodes, SYN001): its guard, what else its
+// step waits on, whether its value is printed, summed or decides the loop's exit.
+void annotate_syncs(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
   bool any_sync = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";
@@ -622,6 +689,16 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
         }
     }
   }
+}
+
+}  // namespace
+
+void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
+  const Syntax& S = Syntax::get();
+  bool gpu_file = program::gpu_text(file.text);
+  program::annotate_nodes(file, root, out, gpu_file);
+  annotate_syncs(S, file, root, out, gpu_file);
+  annotate_copy_waits(S, file, root, out);
 }
 
 }  // namespace mlsem::python

@@ -1,0 +1,61 @@
+"""Copies to the GPU in steps that already wait for it, and under an evaluation interval.
+
+Expected findings:
+- PLC001 on the host-drawn noise of the batch's whole shape in train_logged: the host
+  draws it slowly whatever the step waits on.
+Not expected (below the default --min-confidence, with the reason as evidence):
+- PLC002 on the batch copies of train_logged, and PLC001 on its small index tensor: the
+  step's loss.item() leaves the GPU's queue empty every step, so these copies cost their
+  transfer, not a wait;
+- SYN001 on that loss.item(): the step's blocking batch copies wait too, so removing the
+  read alone removes no wait. Each wait hides the other: blind reviewers judged waits
+  like these negligible in a step that waits elsewhere too (bench/audit/blind_round8.md);
+- PLC002 on the copies of the validation pass that runs every `eval_interval` steps
+  inside the training loop (nanoVLM's layout);
+- PLC001 on the sampled time of a `logit_normal` branch in a forward: a flag's name that
+  contains "log" is not a logging interval (the finding is expected there).
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+
+def train_logged(model, train_set, val_set, optimizer, device, eval_interval=500):
+    train_loader = DataLoader(train_set, batch_size=64, num_workers=8, pin_memory=True)
+    val_loader = DataLoader(val_set, batch_size=64, num_workers=8, pin_memory=True)
+    model.to(device)
+    total = 0.0
+    for step, batch in enumerate(train_loader):
+        images = batch["images"].to(device)  # hint: PLC002
+        labels = batch["labels"].to(device)  # hint: PLC002
+        index = torch.arange(labels.shape[0]).to(device)  # hint: PLC001
+        noise = torch.randn(images.shape).to(device)  # expect: PLC001
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images + noise)[index], labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        total += loss.item()  # hint: SYN001
+        if step % eval_interval == 0:
+            model.eval()
+            with torch.no_grad():
+                for val_batch in val_loader:
+                    val_images = val_batch["images"].to(device)  # hint: PLC002
+                    model(val_images)
+            model.train()
+    return total
+
+
+class TimeSampler(nn.Module):
+    def __init__(self, logit_normal=True):
+        super().__init__()
+        self.logit_normal = logit_normal
+
+    def forward(self, x):
+        if self.logit_normal:
+            t = torch.sigmoid(torch.randn((x.size(0),)).to(x.device))  # expect: PLC001
+        else:
+            t = torch.rand((x.size(0),), device=x.device)
+        return x * t.view(-1, 1)
