@@ -14,6 +14,9 @@ Not expected (near misses, marked ok):
   through the same repeat_kv helper, and einops.repeat with r=1;
 - relative-position embeddings repeated over the batch for a position-bias product
   (DeBERTa's c2p term): not K/V of the attention.
+Below the default --min-confidence: ATT002 where SDPA also gets an attn_mask (MaskedGQA,
+nanoVLM's layout): enable_gqa runs only on the flash and math kernels, and flash takes no
+arbitrary mask, so the fix could fall back to the math kernel.
 """
 
 import math
@@ -166,3 +169,21 @@ class RelativePositionBias(nn.Module):
         pos_key_layer = pos_key_layer.repeat(query_layer.size(0) // self.num_heads, 1, 1)  # ok: ATT002
         c2p_att = torch.bmm(query_layer, pos_key_layer.transpose(-1, -2))
         return torch.gather(c2p_att, dim=-1, index=relative_pos)
+
+
+class MaskedGQA(nn.Module):
+    def __init__(self, dim, n_heads, n_kv_heads):
+        super().__init__()
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+        self.head_dim = dim // n_heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * n_kv_heads * self.head_dim)
+
+    def forward(self, x, attention_mask):
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(x).view(b, t, 2, self.n_kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        n_rep = self.n_heads // self.n_kv_heads
+        k = k.repeat_interleave(n_rep, dim=1)  # hint: ATT002
+        v = v.repeat_interleave(n_rep, dim=1)  # hint: ATT002
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)

@@ -12,7 +12,9 @@ Expected findings:
   fp32 upcasts), apply_rotary_flipped (cat(x2, -x1)) and apply_rotary_chunks (the 2x2
   rotation on chunks).
 Not expected: POS001 in mix_halves (no rotation), in FusedRotaryAttention (flash_attn.layers.rotary), and on the
-frequency table helpers (they build tables; they do not rotate activations).
+frequency table helpers (they build tables; they do not rotate activations). POS001 in
+cmul falls below the default --min-confidence: the same 2x2 products, but a complex
+multiply of two general tensors (FFT-domain filtering), named so.
 """
 
 import torch
@@ -115,3 +117,10 @@ def apply_rotary_interleaved_to_halves(q: torch.Tensor, cos: torch.Tensor, sin: 
     """DeepSeek's layout: interleaved pairs rotated, written back as two halves."""
     q1, q2 = q[..., 0::2], q[..., 1::2]
     return torch.cat([q1 * cos - q2 * sin, q2 * cos + q1 * sin], dim=-1)  # expect: POS001
+
+
+def cmul(t1: torch.Tensor, t2: torch.Tensor) -> torch.Tensor:
+    """Complex multiply of two N x C x H x W x 2 spectra (KAIR's FFT deconvolution)."""
+    real1, imag1 = t1[..., 0], t1[..., 1]
+    real2, imag2 = t2[..., 0], t2[..., 1]
+    return torch.stack([real1 * real2 - imag1 * imag2, real1 * imag2 + imag1 * real2], dim=-1)  # hint: POS001
