@@ -524,7 +524,7 @@ std::vector<Finding> Engine::analyze(const ir::Module& module, const AnalyzeOpti
   }
   auto enabled = [&](size_t ri) { return on[ri] != 0; };
   for (const ir::Function& fn : module.functions) {
-    FunctionView view(fn);
+    FunctionView view(fn, &module);
     for (ir::NodeId n = 0; n < fn.nodes.size(); ++n) {
       const ir::Node& node = fn.nodes[n];
       auto try_pattern = [&](size_t pi) {

@@ -270,7 +270,8 @@ std::vector<bool> reduced_flow(const ir::Function& fn, const std::vector<bool>& 
 
 }  // namespace
 
-FunctionView::FunctionView(const ir::Function& fn) : fn_(fn), users_(fn.nodes.size(), 0) {
+FunctionView::FunctionView(const ir::Function& fn, const ir::Module* module)
+    : fn_(fn), module_(module), users_(fn.nodes.size(), 0) {
   for (const auto& node : fn.nodes)
     for (ir::NodeId in : node.inputs)
       if (in < users_.size()) ++users_[in];
@@ -292,6 +293,16 @@ std::optional<ir::Attr> FunctionView::computed_attr(ir::NodeId id, std::string_v
   if (key == "data" || key == "reduced") {
     compute_flows();
     return static_cast<bool>(key == "data" ? data_[id] : reduced_[id]);
+  }
+  if (key == "home") {
+    const ir::Function* home = nullptr;
+    if (module_ && n.range.valid())
+      for (const ir::Function& f : module_->functions) {
+        bool holds = f.range.valid() && f.range.begin_byte <= n.range.begin_byte && n.range.end_byte <= f.range.end_byte;
+        if (holds && (!home || f.range.end_byte - f.range.begin_byte < home->range.end_byte - home->range.begin_byte))
+          home = &f;
+      }
+    return (home ? home : &fn_)->name;
   }
   return std::nullopt;
 }

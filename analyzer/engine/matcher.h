@@ -17,14 +17,17 @@ namespace mlsem {
 // A function plus the derived facts the matcher needs (how many users each node has).
 class FunctionView {
  public:
-  explicit FunctionView(const ir::Function& fn);
+  // `module`, when given, holds `fn` and answers "home" (below).
+  explicit FunctionView(const ir::Function& fn, const ir::Module* module = nullptr);
   const ir::Function& fn() const { return fn_; }
   const ir::Node& node(ir::NodeId id) const { return fn_.nodes[id]; }
   uint32_t users(ir::NodeId id) const { return users_[id]; }
   // Attributes derived from the graph, usable in predicates like stored ones:
   // "op" (the node's op), "users" (how many nodes use it), "inputs" (its operand count),
   // "data" (it holds data-sized tensors: see data_flow in matcher.cpp), "reduced" (it
-  // holds per-row statistics, such as a mean or std + eps: see reduced_flow).
+  // holds per-row statistics, such as a mean or std + eps: see reduced_flow), "home" (the
+  // name of the innermost function whose source holds the node: for a node lowered from an
+  // inlined helper, the helper, not the caller).
   // One of them, or nullopt when `key` names none.
   std::optional<ir::Attr> computed_attr(ir::NodeId id, std::string_view key) const;
   // Predicates on a node: its stored attributes, else the computed one of that key
@@ -35,6 +38,7 @@ class FunctionView {
 
  private:
   const ir::Function& fn_;
+  const ir::Module* module_;
   std::vector<uint32_t> users_;
   // Filled on the first use of "data" or "reduced" (a FunctionView belongs to one thread).
   mutable std::vector<bool> data_;

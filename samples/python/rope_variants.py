@@ -13,8 +13,9 @@ Expected findings:
   rotation on chunks).
 Not expected: POS001 in mix_halves (no rotation), in FusedRotaryAttention (flash_attn.layers.rotary), and on the
 frequency table helpers (they build tables; they do not rotate activations). POS001 in
-cmul falls below the default --min-confidence: the same 2x2 products, but a complex
-multiply of two general tensors (FFT-domain filtering), named so.
+cmul (and where it is inlined, in filter_spectrum) falls below the default
+--min-confidence: the same 2x2 products, but a complex multiply of two general tensors
+(FFT-domain filtering) in a function named for it.
 """
 
 import torch
@@ -124,3 +125,7 @@ def cmul(t1: torch.Tensor, t2: torch.Tensor) -> torch.Tensor:
     real1, imag1 = t1[..., 0], t1[..., 1]
     real2, imag2 = t2[..., 0], t2[..., 1]
     return torch.stack([real1 * real2 - imag1 * imag2, real1 * imag2 + imag1 * real2], dim=-1)  # hint: POS001
+
+
+def filter_spectrum(image_fft: torch.Tensor, kernel_fft: torch.Tensor) -> torch.Tensor:
+    return cmul(image_fft, kernel_fft) * 0.5
