@@ -76,3 +76,4 @@ def train_small(model, optimizer, paths, self_play):
         for x, y in loader:
             F.mse_loss(model(x.to(device)), y.to(device)).backward()
             optimizer.step()
+
