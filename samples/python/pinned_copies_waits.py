@@ -11,13 +11,12 @@ Not expected (below the default --min-confidence, with the reason as evidence):
   read alone removes no wait. Each wait hides the other: blind reviewers judged waits
   like these negligible in a step that waits elsewhere too (bench/audit/blind_round8.md);
 - PLC002 on the copies of the validation pass that runs every `eval_interval` steps
-  inside the training loop (nanoVLM's layout);
-- PLC001 on the sampled time of a `logit_normal` branch in a forward: a flag's name that
-  contains "log" is not a logging interval (the finding is expected there).
+  inside the training loop (nanoVLM's layout).
+(A flag whose name contains "log", `if self.logit_normal:`, is not a logging interval:
+host_tensor_placement.py's TimeSampler keeps its two findings.)
 """
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
@@ -47,15 +46,3 @@ def train_logged(model, train_set, val_set, optimizer, device, eval_interval=500
             model.train()
     return total
 
-
-class TimeSampler(nn.Module):
-    def __init__(self, logit_normal=True):
-        super().__init__()
-        self.logit_normal = logit_normal
-
-    def forward(self, x):
-        if self.logit_normal:
-            t = torch.sigmoid(torch.randn((x.size(0),)).to(x.device))  # expect: PLC001
-        else:
-            t = torch.rand((x.size(0),), device=x.device)
-        return x * t.view(-1, 1)
