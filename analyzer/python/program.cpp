@@ -567,7 +567,6 @@ void annotate_copy_waits(const Syntax& S, const SourceFile& file, TSNode root, i
   }
 }
 
-
 // The facts of each read from the GPU (`sync` nodes, SYN001): its guard, what else its
 // step waits on, whether its value is printed, summed or decides the loop's exit.
 void annotate_syncs(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {

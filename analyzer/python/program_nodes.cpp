@@ -452,11 +452,6 @@ std::string interval_guard(const Syntax& S, const SourceFile& f, TSNode n) {
   return {};
 }
 
-// Evaluation, validation and generation loops that call a model with autograd on: an
-// `eval_loop` node at the first model call of each such loop. The function is named
-// like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
-// code, never turns autograd off itself, and no call of it in this file does either;
-// the loop neither calls backward() nor steps an optimizer. GPU files only.
 // The models whose every parameter the file freezes: `model.requires_grad_(False)`, or
 // `p.requires_grad = False` in a loop over `model.parameters()` (or named_parameters(),
 // KAIR's `for k, v in model.named_parameters(): v.requires_grad = False`), each with the
@@ -466,6 +461,7 @@ struct Frozen {
   uint32_t at;        // the byte where the file freezes it
   bool module_level;  // outside any function: for every function of the file
 };
+
 bool at_module_level(const Syntax& S, TSNode n) {
   for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
     if (ts_node_symbol(p) == S.function_definition) return false;
@@ -478,8 +474,10 @@ std::vector<Frozen> frozen_models(const Syntax& S, const SourceFile& f, TSNode r
   if (!contains(t, "requires_grad")) return frozen;
   each_call_to(S, f, root, "requires_grad_", [&](TSNode call, std::string_view callee) {
     std::string_view args = text_of(field(call, S.f_arguments), t);
-    if (callee.size() > 15 && (args == "(False)" || args == "(requires_grad=False)"))
-      frozen.push_back({std::string(callee.substr(0, callee.size() - 15)), ts_node_start_byte(call), at_module_level(S, call)});
+    if (callee.size() <= 15 || (args != "(False)" && args != "(requires_grad=False)")) return;
+    std::string_view model = callee.substr(0, callee.size() - 15);
+    if (model.ends_with(".eval()")) model.remove_suffix(7);  // model.eval().requires_grad_(False)
+    frozen.push_back({std::string(model), ts_node_start_byte(call), at_module_level(S, call)});
   });
   for (TSNode id : identifiers_named(root, t, "requires_grad", S.identifier)) {
     TSNode attr = parent_of(id), assign = ts_node_is_null(attr) ? TSNode{} : parent_of(attr);
@@ -516,6 +514,12 @@ bool generate_grad_off(const Syntax& S, const SourceFile& f, TSNode root) {
   return !defined || off;
 }
 
+// Evaluation, validation and generation loops that call a model with autograd on: an
+// `eval_loop` node at the first model call of each such loop. The function is named
+// like eval/valid/infer/predict/generate/sample or puts a model in eval mode, is not test
+// code, never turns autograd off itself, and no call of it in this file does either;
+// the loop neither calls backward() nor steps an optimizer; the model is not one the
+// function (or the file's top level) froze before the loop. GPU files only.
 void annotate_eval_loops(const FileFacts& c) {
   const auto& [S, file, root, out, gpu, trains] = c;
   if (!gpu) return;

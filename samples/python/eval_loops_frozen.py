@@ -30,7 +30,6 @@ def restore_frozen(model, images):
 
 def restore_requires_grad_off(net, images):
     net.eval().requires_grad_(False)
-    net.requires_grad_(False)
     results = []
     for img in images:
         results.append(net(img.to(DEVICE)).argmax(-1))  # ok: GRD001
