@@ -131,11 +131,14 @@ void annotate_data_loaders(const FileFacts& c) {
     if (pin.empty() || pin == "False") node->attrs["no_pin_memory"] = true;
     if (node->attrs.count("no_pin_memory") && !node->attrs.count("no_workers")) node->attrs["pin_only"] = true;
     if (one_batch_loader(S, file, root, n)) node->attrs["one_batch"] = true;
-    // A transformers data collator over a tokenized Hugging Face dataset (`load_dataset`,
-    // then `.map(tokenize)`): each batch is a row take from Arrow memory and a pad of
-    // token ids, which the training process does in about a millisecond.
+    // A transformers data collator (DataCollatorWithPadding, default_data_collator) over a
+    // tokenized Hugging Face dataset (`load_dataset`, then `.map(tokenize)`): each batch is
+    // a row take from Arrow memory and a pad of token ids, about a millisecond's work.
+    // Named as transformers names them (`data_collator`, `DataCollatorWithPadding(...)`),
+    // not a project's own (`vqa_collator`, which also processes images).
     std::string collate = lower_ascii(keyword(S, file, args, "collate_fn"));
-    if (contains(collate, "collator") && contains(file.text, "load_dataset(") && contains(file.text, "tokeniz"))
+    bool transformers_collator = contains(collate, "data_collator") || contains(collate, "datacollator");
+    if (transformers_collator && contains(file.text, "load_dataset(") && contains(file.text, "tokeniz"))
       node->attrs["tokenized"] = collate;
   });
 }
