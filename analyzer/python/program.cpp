@@ -399,6 +399,7 @@ struct StepFacts {
   };
   std::vector<Site> displays, shape_syncs;
 };
+using Steps = std::map<uint32_t, StepFacts>;  // by the step loop's first byte
 
 // `x[mask]`, `x[x > 0]` read (not assigned: `x[mask] = 0` is a masked_fill, no sync),
 // `.nonzero()`, `torch.nonzero(x)`, `masked_select`, `torch.unique`.
@@ -528,12 +529,14 @@ bool waits_every_step(const ir::Node& node) {
 // the training loop around the copy or, outside one, the innermost loop (an inference
 // pass). A pinned-batch copy is not counted as another's wait: consecutive copies of one
 // batch are one finding.
-void annotate_copy_waits(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out) {
-  std::map<uint32_t, StepFacts> steps;  // by the step loop's first byte
+void annotate_copy_waits(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, Steps& steps) {
   for (ir::Function& fn : out.functions) {
     std::vector<Range> factories;  // host tensors' own copies are not other waits
-    for (const ir::Node& node : fn.nodes)
+    std::vector<Range> reads;      // reads from the GPU that wait on every step they sit in
+    for (const ir::Node& node : fn.nodes) {
       if (node.op == "host_tensor" && node.range.valid()) factories.push_back(node.range);
+      if (waits_every_step(node)) reads.push_back(node.range);
+    }
     for (ir::Node& node : fn.nodes) {
       bool host = node.op == "host_tensor";
       if ((!host && node.op != "blocking_copy") || !node.range.valid()) continue;
@@ -551,9 +554,8 @@ void annotate_copy_waits(const Syntax& S, const SourceFile& file, TSNode root, i
       if (fresh) scan_step(S, file, field(step, S.f_body), false, it->second, false);
       uint32_t from = ts_node_start_byte(step), to = ts_node_end_byte(step);
       std::string wait;
-      for (const ir::Node& other : fn.nodes)
-        if (wait.empty() && waits_every_step(other) && other.range.begin_byte >= from && other.range.end_byte <= to)
-          wait = "line " + std::to_string(other.range.begin.line);
+      for (const Range& r : reads)
+        if (wait.empty() && r.begin_byte >= from && r.end_byte <= to) wait = "line " + std::to_string(r.begin.line);
       for (const StepFacts::Site& site : it->second.shape_syncs) {
         if (!wait.empty()) break;
         if (site.begin <= node.range.begin_byte && node.range.end_byte <= site.end) continue;  // itself
@@ -569,7 +571,7 @@ void annotate_copy_waits(const Syntax& S, const SourceFile& file, TSNode root, i
 
 // The facts of each read from the GPU (`sync` nodes, SYN001): its guard, what else its
 // step waits on, whether its value is printed, summed or decides the loop's exit.
-void annotate_syncs(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file) {
+void annotate_syncs(const Syntax& S, const SourceFile& file, TSNode root, ir::Module& out, bool gpu_file, Steps& steps) {
   bool any_sync = false;
   for (const ir::Function& fn : out.functions)
     for (const ir::Node& node : fn.nodes) any_sync |= node.op == "sync";
@@ -579,7 +581,6 @@ void annotate_syncs(const Syntax& S, const SourceFile& file, TSNode root, ir::Mo
   // A benchmark or profiling script (bench.py, benchmark_x.py): its loops measure.
   std::string_view base = last_part(file.path, '/');
   bool bench_script = base.rfind("bench", 0) == 0 || contains(base, "benchmark") || base.rfind("profile", 0) == 0;
-  std::map<uint32_t, StepFacts> steps;  // by the training loop's first byte
   for (ir::Function& fn : out.functions) {
     // `if` regions: the periodic guard of their condition (the first clause's).
     for (ir::Region& reg : fn.regions) {
@@ -696,8 +697,9 @@ void annotate_program(const SourceFile& file, TSNode root, ir::Module& out) {
   const Syntax& S = Syntax::get();
   bool gpu_file = program::gpu_text(file.text);
   program::annotate_nodes(file, root, out, gpu_file);
-  annotate_syncs(S, file, root, out, gpu_file);
-  annotate_copy_waits(S, file, root, out);
+  Steps steps;  // each step scanned once, for the reads and for the copies
+  annotate_syncs(S, file, root, out, gpu_file, steps);
+  annotate_copy_waits(S, file, root, out, steps);
 }
 
 }  // namespace mlsem::python

@@ -49,13 +49,6 @@ bool number_type(std::string_view t) {
   return false;
 }
 
-// The enclosing node of kind `kind` (function_definition, class_definition), or null.
-TSNode enclosing(TSNode n, TSSymbol kind) {
-  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
-    if (ts_node_symbol(p) == kind) return p;
-  return TSNode{};
-}
-
 // Parameter `name` of function definition `def`: a number by its annotation
 // (`clip: float`, `Optional[float]`) or its default (a number literal or None).
 bool number_parameter(const Syntax& S, const SourceFile& f, TSNode def, std::string_view name) {

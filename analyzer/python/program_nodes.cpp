@@ -4,6 +4,7 @@
 // in per-step code (`host_tensor`), inference loops with autograd on (`eval_loop`), Adam
 // without fused= (`optimizer`), debugging switches (`debug_mode`), and DDP gradient
 // accumulation without no_sync() (`ddp_accumulation`).
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -465,11 +466,7 @@ struct Frozen {
   bool module_level;  // outside any function: for every function of the file
 };
 
-bool at_module_level(const Syntax& S, TSNode n) {
-  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
-    if (ts_node_symbol(p) == S.function_definition) return false;
-  return true;
-}
+bool at_module_level(const Syntax& S, TSNode n) { return ts_node_is_null(enclosing(n, S.function_definition)); }
 
 std::vector<Frozen> frozen_models(const Syntax& S, const SourceFile& f, TSNode root) {
   std::vector<Frozen> frozen;
@@ -477,9 +474,10 @@ std::vector<Frozen> frozen_models(const Syntax& S, const SourceFile& f, TSNode r
   if (!contains(t, "requires_grad")) return frozen;
   each_call_to(S, f, root, "requires_grad_", [&](TSNode call, std::string_view callee) {
     std::string_view args = text_of(field(call, S.f_arguments), t);
-    if (callee.size() <= 15 || (args != "(False)" && args != "(requires_grad=False)")) return;
-    std::string_view model = callee.substr(0, callee.size() - 15);
-    if (model.ends_with(".eval()")) model.remove_suffix(7);  // model.eval().requires_grad_(False)
+    constexpr std::string_view kMethod = ".requires_grad_", kEval = ".eval()";
+    if (!callee.ends_with(kMethod) || (args != "(False)" && args != "(requires_grad=False)")) return;
+    std::string_view model = callee.substr(0, callee.size() - kMethod.size());
+    if (model.ends_with(kEval)) model.remove_suffix(kEval.size());  // model.eval().requires_grad_(False)
     frozen.push_back({std::string(model), ts_node_start_byte(call), at_module_level(S, call)});
   });
   for (TSNode id : identifiers_named(root, t, "requires_grad", S.identifier)) {
@@ -527,6 +525,7 @@ void annotate_eval_loops(const FileFacts& c) {
   const auto& [S, file, root, out, gpu, trains] = c;
   if (!gpu) return;
   std::vector<Frozen> frozen = frozen_models(S, file, root);
+  std::optional<bool> generate_off;  // generate_grad_off, read at the first generate() loop
   for (ir::Function& fn : out.functions) {
     if (!fn.range.valid()) continue;
     std::string_view name = last_part(fn.name);
@@ -578,7 +577,9 @@ void annotate_eval_loops(const FileFacts& c) {
       TSNode first = first_model_call(S, file, root, models, reg.range.begin_byte, reg.range.end_byte, true);
       if (ts_node_is_null(first)) continue;
       std::string_view callee = text_of(field(first, S.f_function), file.text);
-      std::string_view receiver = callee.ends_with(".generate") ? callee.substr(0, callee.size() - 9) : callee;
+      constexpr std::string_view kGenerate = ".generate";
+      bool generate = callee.ends_with(kGenerate);
+      std::string_view receiver = generate ? callee.substr(0, callee.size() - kGenerate.size()) : callee;
       // Frozen before the loop, in this function or at the top of the file: no graph is
       // recorded, so there is nothing to turn off.
       bool frozen_here = false;
@@ -589,7 +590,8 @@ void annotate_eval_loops(const FileFacts& c) {
       node.attrs["model"] = std::string(callee);
       // `model.generate(...)`: transformers' generate() runs under torch.no_grad(), as do
       // most projects' own; one defined in this file is read for its decorators.
-      if (callee.ends_with(".generate") && generate_grad_off(S, file, root)) node.attrs["generate"] = true;
+      if (generate && !generate_off) generate_off = generate_grad_off(S, file, root);
+      if (generate && *generate_off) node.attrs["generate"] = true;
       node.attrs["loop_line"] = static_cast<int64_t>(reg.range.begin.line);
       if (!named) node.attrs["eval_mode_only"] = true;
       if (fn.name.find('.') != std::string::npos) node.attrs["method"] = true;

@@ -46,7 +46,7 @@ bool one_device(const Syntax& S, TSNode ids) {
 
 // Whether a value names one GPU: a string of digits (`"0"`) or an integer literal.
 bool one_gpu_id(std::string_view v) {
-  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+  v = unquoted(v);
   if (v.empty()) return false;
   for (char ch : v)
     if (!std::isdigit(static_cast<unsigned char>(ch))) return false;

@@ -1,6 +1,8 @@
 // Helpers shared by the program-fact passes (program_util.h).
 #include "python/program_util.h"
 
+#include <algorithm>
+
 namespace mlsem::python::program {
 
 bool test_path(std::string_view path) {
@@ -81,6 +83,12 @@ TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const
   return first;
 }
 
+TSNode enclosing(TSNode n, TSSymbol kind) {
+  for (TSNode p = parent_of(n); !ts_node_is_null(p); p = parent_of(p))
+    if (ts_node_symbol(p) == kind) return p;
+  return TSNode{};
+}
+
 std::string option_default(const Syntax& S, const SourceFile& f, TSNode root, std::string_view dest,
                            std::string* spelled) {
   std::string found;
@@ -92,16 +100,14 @@ std::string option_default(const Syntax& S, const SourceFile& f, TSNode root, st
     std::string dest_kw = keyword(S, f, args, "dest");
     for (TSNode a : named_children(args, S.comment)) {
       if (ts_node_symbol(a) != S.string) continue;
-      std::string_view flag = text_of(a, f.text);
-      std::string option = flag.size() > 2 ? std::string(flag.substr(1, flag.size() - 2)) : std::string();
-      std::string bare = option;
-      while (!bare.empty() && bare.front() == '-') bare.erase(bare.begin());
+      std::string_view option = unquoted(text_of(a, f.text));
+      std::string bare(option.substr(std::min(option.find_first_not_of('-'), option.size())));
       for (char& ch : bare)
         if (ch == '-') ch = '_';
-      bool named = dest_kw.size() > 2 ? std::string_view(dest_kw).substr(1, dest_kw.size() - 2) == dest : bare == dest;
-      if (!named) continue;
+      bool by_dest = !dest_kw.empty() && dest_kw != "**";  // dest= names it; else the flag does
+      if ((by_dest ? unquoted(dest_kw) : std::string_view(bare)) != dest) continue;
       found = dflt;
-      if (spelled) *spelled = option;
+      if (spelled) *spelled = std::string(option);
       return;
     }
   });

@@ -23,6 +23,12 @@ inline std::string_view last_part(std::string_view s, char sep = '.') {
 }
 
 // Whether a callee's text calls `name`: `name` itself or `x.name`.
+// A string literal's text without its quotes (`"0"` -> `0`); anything else as it is.
+inline std::string_view unquoted(std::string_view s) {
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) return s.substr(1, s.size() - 2);
+  return s;
+}
+
 inline bool calls(std::string_view callee, std::string_view name) {
   return callee == name || (callee.size() > name.size() && callee.ends_with(name) &&
                             callee[callee.size() - name.size() - 1] == '.');
@@ -73,6 +79,9 @@ TSNode first_model_call(const Syntax& S, const SourceFile& f, TSNode root, const
 
 // The head of a `with` statement, `with torch.no_grad():`, without its body.
 std::string_view with_head(const Syntax& S, const SourceFile& f, TSNode with_statement);
+
+// The nearest node of kind `kind` above `n` (function_definition, class_definition), or null.
+TSNode enclosing(TSNode n, TSSymbol kind);
 
 // Keyword argument `name=` of a call's argument list: its text, empty when absent;
 // "**" when the call passes **kwargs (anything may be set).

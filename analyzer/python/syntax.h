@@ -44,10 +44,6 @@ class ParentMemo {
   const TSTree* previous_;
 };
 
-}  // namespace mlsem::python
-
-namespace mlsem::python {
-
 struct Syntax {
   // Node kinds.
   TSSymbol module, function_definition, class_definition, decorated_definition, decorator, block,
