@@ -155,15 +155,20 @@ void check_fields(TSNode n, const std::string& where, Stats& st) {
                   << ", ts_node_child(n, 0) " << describe(want);
 }
 
+// The Python tree of `source` (null if the parser gives none).
+std::unique_ptr<TSTree, TreeDeleter> parse(const std::string& source) {
+  std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
+  EXPECT_TRUE(ts_parser_set_language(parser.get(), python()));
+  return std::unique_ptr<TSTree, TreeDeleter>(
+      ts_parser_parse_string(parser.get(), nullptr, source.data(), static_cast<uint32_t>(source.size())));
+}
+
 // Every node of the tree (named or not), depth first with a cursor (no recursion: the
 // hostile inputs nest thousands deep), checked with `skip` the comment symbol and with
 // a symbol no node has (every named child kept).
 Stats check_tree(const std::string& source, const std::string& where) {
   Stats st;
-  std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
-  EXPECT_TRUE(ts_parser_set_language(parser.get(), python()));
-  std::unique_ptr<TSTree, TreeDeleter> tree(
-      ts_parser_parse_string(parser.get(), nullptr, source.data(), static_cast<uint32_t>(source.size())));
+  std::unique_ptr<TSTree, TreeDeleter> tree = parse(source);
   if (!tree) {
     ADD_FAILURE() << where << ": no tree";
     return st;
@@ -326,13 +331,11 @@ TEST(TsChildren, MatchesTheCursorOnAOneMegabyteLine) {
 }
 
 // parent_of inside a ParentMemo (python/parent_memo.cpp) against the runtime's
-// ts_node_parent at every node of the tree, visited last node first (a deep node's descent records its ancestors' parents,
-// looked up afterwards) and then first node first, each order with a fresh memo.
+// ts_node_parent at every node of the tree, visited last node first (a deep node's
+// descent records its ancestors' parents, looked up afterwards) and then first node
+// first, each order with a fresh memo.
 size_t check_parents(const std::string& source, const std::string& where) {
-  std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
-  EXPECT_TRUE(ts_parser_set_language(parser.get(), python()));
-  std::unique_ptr<TSTree, TreeDeleter> tree(
-      ts_parser_parse_string(parser.get(), nullptr, source.data(), static_cast<uint32_t>(source.size())));
+  std::unique_ptr<TSTree, TreeDeleter> tree = parse(source);
   if (!tree) {
     ADD_FAILURE() << where << ": no tree";
     return 0;
